@@ -1,0 +1,1 @@
+"""Harbor task folders: instruction.md, task.toml, tests/test.sh writing a reward, solution/solve.sh."""

@@ -1,0 +1,98 @@
+"""The `harbor` suite: any folder of Harbor tasks, run under h and scored by its own verifier."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from unscaffold.benchmarks.base import Score, Suite, Task
+from unscaffold.benchmarks.harbor.reward import read_reward
+from unscaffold.benchmarks.harbor.task_folder import HarborTask, find_tasks
+from unscaffold.errors import InputError
+from unscaffold.iojson import write_text_atomic
+from unscaffold.minimal_harness.sandbox import Mount, SandboxConfig, open_sandbox
+from unscaffold.minimal_harness.sandbox.base import SandboxKind
+from unscaffold.minimal_harness.trajectory import Trajectory
+
+VERIFIER_COMMAND = "bash /tests/test.sh"
+
+
+class HarborSuite(Suite):
+    name = "harbor"
+
+    def __init__(self, data: Path | None = None) -> None:
+        super().__init__(data)
+        if self.data is None:
+            raise InputError("--data", None, "the harbor suite needs --data DIR (a task folder or a folder of them)")
+        self._tasks = {t.id: t for t in find_tasks(self.data)}
+
+    def harbor_task(self, task: Task) -> HarborTask:
+        return self._tasks[task.id]
+
+    def tasks(self, split: str | None = None) -> list[Task]:
+        out = []
+        for t in self._tasks.values():
+            task_split = t.config.metadata.get("split")
+            if split and task_split and task_split != split:
+                continue
+            out.append(
+                Task(
+                    id=t.id,
+                    instruction=t.instruction,
+                    split=task_split,
+                    network=t.config.environment.allow_internet,
+                    agent_timeout_s=t.config.agent.timeout_sec,
+                )
+            )
+        return out
+
+    def prepare(self, task: Task, trial_dir: Path, kind: SandboxKind, *, oracle: bool = False) -> SandboxConfig:
+        if kind == "none":
+            raise InputError("--sandbox", None, "harbor tasks need `local` or `docker`: their paths (/app, /tests) "
+                             "only exist inside a sandbox")
+        ht = self.harbor_task(task)
+        workspace = trial_dir / "workspace"
+        if ht.seed_dir:
+            shutil.copytree(ht.seed_dir, workspace, dirs_exist_ok=True)
+        workspace.mkdir(parents=True, exist_ok=True)
+        (trial_dir / "logs" / "verifier").mkdir(parents=True, exist_ok=True)
+        (trial_dir / "logs" / "agent").mkdir(parents=True, exist_ok=True)
+        mounts = [
+            Mount(source=trial_dir / "logs" / "verifier", target="/logs/verifier", writable=True),
+            Mount(source=trial_dir / "logs" / "agent", target="/logs/agent", writable=True),
+        ]
+        if oracle and ht.solution:
+            mounts.append(Mount(source=ht.solution.parent, target="/solution"))
+        config = SandboxConfig(kind=kind, workspace=workspace, workdir=ht.workdir, mounts=mounts, network=task.network)
+        if ht.config.environment.docker_image:
+            config.image = ht.config.environment.docker_image
+        return config
+
+    def oracle_commands(self, task: Task) -> list[str]:
+        ht = self.harbor_task(task)
+        if ht.solution is None:
+            solve = ht.root / "solution" / "solve.sh"
+            raise InputError(str(solve), None, "file not found (needed by --student oracle)")
+        return ["bash /solution/solve.sh"]
+
+    def score(self, task: Task, trial_dir: Path, config: SandboxConfig, trajectory: Trajectory) -> Score:
+        """Run the task's own tests in the same workspace (tests mounted only now), then read the reward."""
+        ht = self.harbor_task(task)
+        verifier_dir = trial_dir / "logs" / "verifier"
+        tests = [Mount(source=ht.tests_dir, target="/tests")]
+        vconfig = config.model_copy(
+            update={
+                "mounts": [m for m in config.mounts if m.target != "/solution"] + tests,
+                "timeout_s": ht.config.verifier.timeout_sec,
+                "env": {**config.env, **ht.config.verifier.env},
+            }
+        )
+        sandbox = open_sandbox(vconfig)
+        try:
+            result = sandbox.execute(VERIFIER_COMMAND)
+        finally:
+            sandbox.close()
+        write_text_atomic(verifier_dir / "test-output.txt", result.observation() + "\n")
+        score = read_reward(verifier_dir)
+        score.details.update({"verifier_exit_code": result.exit_code, "verifier_timed_out": result.timed_out})
+        return score

@@ -1,0 +1,130 @@
+"""The `unscaffold` command."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from unscaffold.errors import UnscaffoldError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+console = Console(stderr=True)
+
+
+def fail(e: Exception) -> None:
+    sys.stderr.write(f"error: {e}\n")
+    raise typer.Exit(2)
+
+
+@app.command()
+def run(
+    suite: Annotated[str, typer.Argument(help="Suite name: harbor, ...")],
+    student: Annotated[str, typer.Option(help="Model spec or `oracle`.")],
+    out: Annotated[Path, typer.Option(help="Run folder (re-running resumes it).")],
+    data: Annotated[Path | None, typer.Option(help="Real data for the suite.")] = None,
+    split: Annotated[str | None, typer.Option(help="train or test.")] = None,
+    tasks: Annotated[str | None, typer.Option(help="Comma-separated task ids.")] = None,
+    trials: Annotated[int, typer.Option(min=1, help="Trials per task.")] = 1,
+    concurrency: Annotated[int, typer.Option(min=1, help="Trials at once.")] = 1,
+    sandbox: Annotated[str, typer.Option(help="local (bubblewrap), docker, or none (no isolation).")] = "local",
+    max_turns: Annotated[int, typer.Option(min=1)] = 40,
+    command_timeout: Annotated[float, typer.Option(help="Seconds per command.")] = 60.0,
+) -> None:
+    """Run trials of a suite; without a reviewer this is an evaluation."""
+    from unscaffold.collect.models import RunConfig
+    from unscaffold.collect.runner import run as run_suite
+
+    try:
+        if sandbox not in ("local", "docker", "none"):
+            raise UnscaffoldError(f"--sandbox: unknown kind {sandbox!r}; use local, docker or none")
+        if sandbox == "none":
+            console.print("[yellow]warning: --sandbox none runs model commands on this machine without isolation")
+        config = RunConfig(
+            suite=suite, student=student, out=out, data=data, split=split,
+            task_ids=[t for t in tasks.split(",") if t] if tasks else None, trials=trials,
+            concurrency=concurrency, sandbox=sandbox, max_turns=max_turns, command_timeout_s=command_timeout,
+        )
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=console, transient=False) as bar:
+            job = bar.add_task(f"{suite} trials", total=None)
+
+            def started(total: int, done: int) -> None:
+                bar.update(job, total=total, completed=done)
+
+            summary = run_suite(config, progress=lambda r: bar.advance(job), on_start=started)
+    except UnscaffoldError as e:
+        fail(e)
+    print_summary(summary.model_dump(mode="json"), out)
+
+
+def print_summary(results: dict, out: Path) -> None:
+    table = Table(title=f"{results['suite']} · {results['student']}")
+    table.add_column("task")
+    table.add_column("reward", justify="right")
+    for task_id, reward in results["per_task"].items():
+        table.add_row(task_id, f"{reward:.2f}")
+    Console().print(table)
+    extra = "".join(f"  {k}={results[k]:.2f}" for k in ("tgc", "sgc") if k in results)
+    Console().print(
+        f"pass@1 {results['pass_at_1']:.2f}%  over {results['n_tasks']} tasks / {results['n_trials']} trials{extra}"
+        f"  replacements={results['replacements']}  reviewer_calls={results['reviewer_calls']}"
+        f"  wall={results['wall_time_s']:.1f}s\nresults: {out / 'results.json'}"
+    )
+
+
+@app.command("exec", context_settings={"allow_interspersed_args": False})
+def exec_command(
+    command: Annotated[list[str], typer.Argument(help="The command (after --).")],
+    network: Annotated[bool, typer.Option("--network", help="Allow network access.")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds before the process group is killed.")] = 60.0,
+    workspace: Annotated[Path | None, typer.Option(help="Workspace folder (default: a new temporary one).")] = None,
+    sandbox: Annotated[str, typer.Option(help="local, docker or none.")] = "local",
+) -> None:
+    """Run one command as the harness would and print the observation."""
+    import shlex
+    import tempfile
+
+    from unscaffold.minimal_harness.sandbox import SandboxConfig, open_sandbox
+
+    ws = workspace or Path(tempfile.mkdtemp(prefix="unscaffold-ws-"))
+    try:
+        if sandbox not in ("local", "docker", "none"):
+            raise UnscaffoldError(f"--sandbox: unknown kind {sandbox!r}; use local, docker or none")
+        box = open_sandbox(SandboxConfig(kind=sandbox, workspace=ws, network=network, timeout_s=timeout))
+        try:
+            result = box.execute(command[0] if len(command) == 1 else shlex.join(command))
+        finally:
+            box.close()
+    except UnscaffoldError as e:
+        fail(e)
+    sys.stdout.write(result.observation() + "\n")
+    raise typer.Exit(0 if result.exit_code == 0 else 1)
+
+
+@app.command("export-atif")
+def export_atif(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder.")],
+    out: Annotated[Path | None, typer.Option(help="Folder for the ATIF files (default: beside each trial).")] = None,
+) -> None:
+    """Export every trial's trajectory to ATIF v1.7 for Harbor-side tools."""
+    from unscaffold.minimal_harness.atif import export_run
+
+    try:
+        paths = export_run(run_dir, out)
+    except UnscaffoldError as e:
+        fail(e)
+    Console().print(f"wrote {len(paths)} ATIF trajectories")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

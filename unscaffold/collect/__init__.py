@@ -1,0 +1,1 @@
+"""Running many trials (concurrent, resumable) and turning runs into training data."""

@@ -1,0 +1,53 @@
+"""From trial results to `results.json`: pass@1, per-task rewards, suite metrics, counts and costs."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from unscaffold import __version__
+from unscaffold.benchmarks import Suite, Task
+from unscaffold.collect.models import RunConfig, RunResults, TrialResult
+from unscaffold.llm.types import Usage
+
+SUCCESS = 1.0 - 1e-9
+
+
+def aggregate(
+    suite: Suite, config: RunConfig, tasks: list[Task], results: list[TrialResult], wall_time_s: float
+) -> RunResults:
+    rewards: dict[str, list[float]] = defaultdict(list)
+    for r in results:
+        rewards[r.task_id].append(r.reward)
+    per_task = {t.id: sum(rewards[t.id]) / len(rewards[t.id]) for t in tasks if rewards[t.id]}
+    success = {t.id: sum(x >= SUCCESS for x in rewards[t.id]) / len(rewards[t.id]) for t in tasks if rewards[t.id]}
+    n = len(per_task)
+    student, reviewer = Usage(), Usage()
+    for r in results:
+        student, reviewer = student + r.student_usage, reviewer + r.reviewer_usage
+    summary = RunResults(
+        suite=suite.name,
+        student=config.student,
+        harness=config.harness,
+        split=config.split,
+        n_tasks=n,
+        n_trials=len(results),
+        pass_at_1=round(100.0 * sum(success.values()) / n, 4) if n else 0.0,
+        mean_reward=round(sum(per_task.values()) / n, 6) if n else 0.0,
+        per_task=per_task,
+        reviewer_calls=sum(r.reviewer_calls for r in results),
+        replacements=sum(r.replacements for r in results),
+        tokens={
+            "student": {"input": student.input_tokens, "output": student.output_tokens},
+            "reviewer": {"input": reviewer.input_tokens, "output": reviewer.output_tokens},
+        },
+        cost_usd=student.cost_usd + reviewer.cost_usd,
+        wall_time_s=round(wall_time_s, 3),
+        trial_wall_s=round(sum(r.wall_s for r in results), 3),
+        exit_status=dict(Counter(r.exit_status for r in results)),
+        exceptions=sum(1 for r in results if r.exception),
+        isolation=next((r.isolation for r in results if r.isolation), ""),
+        unscaffold_version=__version__,
+    )
+    for key, value in suite.metrics(tasks, per_task).items():
+        setattr(summary, key, value)
+    return summary

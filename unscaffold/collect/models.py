@@ -1,0 +1,77 @@
+"""What a run writes to disk: its config, one result per trial, and the run summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from unscaffold.llm.types import Usage
+from unscaffold.minimal_harness.sandbox.base import SandboxKind
+
+
+class RunConfig(BaseModel):
+    suite: str
+    student: str
+    out: Path
+    data: Path | None = None
+    split: str | None = None
+    task_ids: list[str] | None = None
+    trials: int = Field(1, ge=1)
+    concurrency: int = Field(1, ge=1)
+    sandbox: SandboxKind = "local"
+    harness: str = "minimal"
+    max_turns: int = Field(40, ge=1)
+    command_timeout_s: float = Field(60.0, gt=0)
+
+    def identity(self) -> dict[str, Any]:
+        """The fields that make two invocations the same run (resume only continues the same run)."""
+        return self.model_dump(mode="json", include={"suite", "student", "data", "split", "task_ids", "trials",
+                                                     "harness", "max_turns"})
+
+
+class TrialResult(BaseModel):
+    trial_id: str
+    task_id: str
+    scenario: str | None = None
+    reward: float
+    reason: str | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+    exit_status: str
+    exception: str | None = None
+    turns: int = 0
+    format_errors: int = 0
+    replacements: int = 0
+    reviewer_calls: int = 0
+    student_usage: Usage = Field(default_factory=Usage)
+    reviewer_usage: Usage = Field(default_factory=Usage)
+    isolation: str = ""
+    wall_s: float = 0.0
+    started_at: str
+    ended_at: str
+
+
+class RunResults(BaseModel):
+    """`results.json`. Suite metrics (e.g. `tgc`, `sgc`) sit at the top level beside `pass_at_1`."""
+
+    model_config = ConfigDict(extra="allow")
+    suite: str
+    student: str
+    harness: str
+    split: str | None
+    n_tasks: int
+    n_trials: int
+    pass_at_1: float
+    mean_reward: float
+    per_task: dict[str, float]
+    reviewer_calls: int = 0
+    replacements: int = 0
+    tokens: dict[str, dict[str, int]] = Field(default_factory=dict)
+    cost_usd: float = 0.0
+    wall_time_s: float = 0.0
+    trial_wall_s: float = 0.0
+    exit_status: dict[str, int] = Field(default_factory=dict)
+    exceptions: int = 0
+    isolation: str = ""
+    unscaffold_version: str

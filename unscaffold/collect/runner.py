@@ -1,0 +1,114 @@
+"""Runs every (task, trial) of a suite concurrently; re-running the same command resumes."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+
+from unscaffold.benchmarks import Suite, Task, load_suite
+from unscaffold.collect.aggregate import aggregate
+from unscaffold.collect.models import RunConfig, RunResults, TrialResult
+from unscaffold.collect.trial import RESULT, run_trial
+from unscaffold.errors import InputError
+from unscaffold.iojson import append_jsonl, load_model, read_json, write_json_atomic
+from unscaffold.llm.base import ModelProvider
+from unscaffold.llm.oracle import OracleProvider
+from unscaffold.llm.registry import load_provider
+from unscaffold.minimal_harness.sandbox import SandboxConfig, open_sandbox
+from unscaffold.minimal_harness.trajectory import now_iso
+
+Progress = Callable[[TrialResult], None]
+
+
+def trial_id_for(task_id: str, index: int, trials: int) -> str:
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", task_id)
+    return safe if trials == 1 else f"{safe}__{index}"
+
+
+def select_tasks(suite: Suite, config: RunConfig) -> list[Task]:
+    tasks = suite.tasks(config.split)
+    if config.task_ids:
+        known = {t.id for t in tasks}
+        missing = [t for t in config.task_ids if t not in known]
+        if missing:
+            raise InputError("--tasks", None, f"unknown task id(s) {', '.join(missing)} in suite {suite.name!r}")
+        tasks = [t for t in tasks if t.id in set(config.task_ids)]
+    if not tasks:
+        raise InputError("--split" if config.split else "--tasks", None, "no tasks selected")
+    return tasks
+
+
+def make_provider(spec: str, suite: Suite, tasks: list[Task]) -> ModelProvider:
+    if spec == "oracle":
+        by_id = {t.id: t for t in tasks}
+        return OracleProvider(lambda task_id: suite.oracle_commands(by_id[task_id]))
+    return load_provider(spec)
+
+
+def check_run_dir(config: RunConfig) -> None:
+    """A run folder holds one run: resuming with different settings would mix results."""
+    path = config.out / "config.json"
+    if path.exists():
+        previous = read_json(path)
+        mine = config.identity()
+        theirs = {k: previous.get(k) for k in mine}
+        if theirs != mine:
+            diff = sorted(k for k in mine if mine[k] != theirs[k])
+            raise InputError(str(path), diff[0], f"the run in {config.out} was started with other settings "
+                             f"({', '.join(diff)}); use another --out")
+    write_json_atomic(path, config.model_dump(mode="json"))
+
+
+def probe_sandbox(config: RunConfig) -> str:
+    """Fail the whole run early (one line) when the sandbox cannot start, instead of every trial."""
+    if config.sandbox != "local":
+        return config.sandbox
+    probe = config.out / ".probe"
+    sandbox = open_sandbox(SandboxConfig(kind="local", workspace=probe))
+    try:
+        return sandbox.isolation
+    finally:
+        sandbox.close()
+        shutil.rmtree(probe, ignore_errors=True)
+
+
+def run(config: RunConfig, progress: Progress | None = None, on_start: Callable[[int, int], None] | None = None
+        ) -> RunResults:
+    suite = load_suite(config.suite, config.data)
+    tasks = select_tasks(suite, config)
+    provider = make_provider(config.student, suite, tasks)
+    config.out.mkdir(parents=True, exist_ok=True)
+    check_run_dir(config)
+    probe_sandbox(config)
+    trials_dir = config.out / "trials"
+    plan = [(task, trial_id_for(task.id, k, config.trials)) for task in tasks for k in range(config.trials)]
+    pending = [(task, tid) for task, tid in plan if not (trials_dir / tid / RESULT).exists()]
+    if on_start:
+        on_start(len(plan), len(plan) - len(pending))
+    events = config.out / "events.jsonl"
+    t0 = time.monotonic()
+
+    def one(task: Task, trial_id: str) -> TrialResult:
+        trial_dir = trials_dir / trial_id
+        if trial_dir.exists():  # a half-finished trial from a killed run starts over
+            shutil.rmtree(trial_dir)
+        trial_dir.mkdir(parents=True)
+        append_jsonl(events, {"event": "trial_started", "trial_id": trial_id, "at": now_iso()})
+        result = run_trial(suite, task, trial_id, trial_dir, provider, config)
+        append_jsonl(events, {"event": "trial_finished", "trial_id": trial_id, "reward": result.reward,
+                              "at": now_iso()})
+        return result
+
+    with ThreadPoolExecutor(max_workers=config.concurrency) as pool:
+        futures = [pool.submit(one, task, tid) for task, tid in pending]
+        for future in as_completed(futures):
+            result = future.result()
+            if progress:
+                progress(result)
+    results = [load_model(trials_dir / tid / RESULT, TrialResult) for _, tid in plan]
+    summary = aggregate(suite, config, tasks, results, wall_time_s=time.monotonic() - t0)
+    write_json_atomic(config.out / "results.json", summary.model_dump(mode="json"))
+    return summary

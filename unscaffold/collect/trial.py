@@ -1,0 +1,69 @@
+"""One trial: set up the workspace, run the student under h, score, write `result.json` last."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from pathlib import Path
+
+from unscaffold.benchmarks.base import Score, Suite, Task
+from unscaffold.collect.models import RunConfig, TrialResult
+from unscaffold.iojson import write_json_atomic
+from unscaffold.llm.base import ModelProvider
+from unscaffold.minimal_harness.agent import Agent, AgentConfig
+from unscaffold.minimal_harness.sandbox import open_sandbox
+from unscaffold.minimal_harness.trajectory import Trajectory, now_iso
+
+RESULT = "result.json"
+TRAJECTORY = "trajectory.json"
+
+
+def run_trial(
+    suite: Suite, task: Task, trial_id: str, trial_dir: Path, provider: ModelProvider, config: RunConfig
+) -> TrialResult:
+    """Never raises for a task-level failure: a crash is recorded in the result with reward 0."""
+    started, t0 = now_iso(), time.monotonic()
+    traj = Trajectory(trial_id=trial_id, task_id=task.id, suite=suite.name, student=provider.spec, tools=[])
+    isolation = ""
+    try:
+        sandbox_config = suite.prepare(task, trial_dir, config.sandbox, oracle=provider.spec == "oracle")
+        sandbox_config.timeout_s = config.command_timeout_s
+        sandbox = open_sandbox(sandbox_config)
+        isolation = sandbox.isolation
+        try:
+            agent_config = AgentConfig(
+                max_turns=config.max_turns,
+                command_timeout_s=config.command_timeout_s,
+                max_wall_s=task.agent_timeout_s,
+            )
+            agent = Agent(provider.for_trial(task.id), sandbox, traj, config=agent_config,
+                          save_path=trial_dir / TRAJECTORY)
+            agent.run(task.instruction)
+        finally:
+            sandbox.close()
+        score = suite.score(task, trial_dir, sandbox_config, traj)
+    except Exception as e:  # a bug or infrastructure failure in one trial must not lose the others
+        traj.exit_status = "error"
+        traj.exception = f"{type(e).__name__}: {e}"
+        traj.save(trial_dir / TRAJECTORY)
+        score = Score(reward=0.0, reason="trial crashed", details={"traceback": traceback.format_exc(limit=8)})
+    result = TrialResult(
+        trial_id=trial_id,
+        task_id=task.id,
+        scenario=task.scenario,
+        reward=score.reward,
+        reason=score.reason,
+        details=score.details,
+        exit_status=traj.exit_status,
+        exception=traj.exception,
+        turns=len(traj.steps),
+        format_errors=sum(1 for s in traj.steps if s.format_error),
+        replacements=sum(1 for s in traj.steps if s.replaced),
+        student_usage=traj.usage,
+        isolation=isolation,
+        wall_s=time.monotonic() - t0,
+        started_at=started,
+        ended_at=now_iso(),
+    )
+    write_json_atomic(trial_dir / RESULT, result)
+    return result

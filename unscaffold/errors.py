@@ -1,0 +1,38 @@
+"""Exceptions that carry a message; the agent loop and CLI use them for control flow."""
+
+
+class UnscaffoldError(Exception):
+    """Base class: the message is shown to the user as one line."""
+
+
+class InputError(UnscaffoldError):
+    """Bad input on disk or on the command line; names the file and the field."""
+
+    def __init__(self, source: str, field: str | None, problem: str) -> None:
+        self.source, self.field, self.problem = source, field, problem
+        where = f"{source}: {field}" if field else source
+        super().__init__(f"{where}: {problem}")
+
+
+class SandboxUnavailable(UnscaffoldError):
+    """The requested isolation cannot be had on this machine."""
+
+
+class ModelError(UnscaffoldError):
+    """A model backend failed after its retries, or with an error retries cannot fix."""
+
+
+class RetryableModelError(ModelError):
+    """Rate limit, server error or timeout: worth another try after a back-off."""
+
+
+class ContextLengthError(ModelError):
+    """The conversation no longer fits the model's context; ends the trial."""
+
+
+class AuthError(ModelError):
+    """Credentials were refused; ends the trial."""
+
+
+class ReplayExhausted(ModelError):
+    """A replay file has no entry left for this task."""

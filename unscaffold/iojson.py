@@ -1,0 +1,81 @@
+"""Atomic file writes and validated reads: nothing half-written, errors name the file and field."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from unscaffold.errors import InputError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write through a temporary file in the same folder, then rename: readers never see half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    if isinstance(data, BaseModel):
+        text = data.model_dump_json(indent=2, exclude_none=True)
+    else:
+        text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    write_text_atomic(path, text + "\n")
+
+
+def append_jsonl(path: Path, record: Any) -> None:
+    """Append one line; a single write of a short line is atomic enough for an append-only log."""
+    line = record.model_dump_json(exclude_none=True) if isinstance(record, BaseModel) else json.dumps(
+        record, ensure_ascii=False, default=str
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(line + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_json(path: Path) -> Any:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(str(path), None, "file not found") from None
+    except OSError as e:
+        raise InputError(str(path), None, f"cannot read: {e.strerror}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(str(path), f"line {e.lineno} column {e.colno}", f"invalid JSON: {e.msg}") from None
+
+
+def validation_error(source: str, err: ValidationError, prefix: str = "") -> InputError:
+    """Turn pydantic's report into one line naming the first bad field."""
+    first = err.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"])
+    field = f"{prefix}.{loc}" if prefix and loc else (prefix or loc or None)
+    return InputError(source, field, first["msg"])
+
+
+def load_model(path: Path, model: type[M]) -> M:
+    data = read_json(path)
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        raise validation_error(str(path), e) from None

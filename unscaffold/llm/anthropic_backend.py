@@ -1,0 +1,187 @@
+"""`anthropic:MODEL`: the Messages API, with thinking blocks kept so tool turns can be continued."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import anthropic
+
+from unscaffold.errors import AuthError, InputError, ModelError
+from unscaffold.llm.http_errors import error_for_status, one_line, transport_error
+from unscaffold.llm.retry import with_retries
+from unscaffold.llm.types import AssistantResponse, Message, ToolCall, Usage, parse_arguments
+
+THINKING_ENV = "UNSCAFFOLD_ANTHROPIC_THINKING"
+# Room for the visible answer on top of the thinking budget, which max_tokens must exceed.
+ANSWER_HEADROOM_TOKENS = 4096
+
+
+def thinking_budget_from_env() -> int | None:
+    """Extended thinking is opt-in; the variable holds a token budget, and 0 or unset means off."""
+    raw = os.environ.get(THINKING_ENV, "").strip()
+    if not raw:
+        return None
+    try:
+        budget = int(raw)
+    except ValueError:
+        raise InputError(THINKING_ENV, None, f"expected a number of tokens, got {raw!r}") from None
+    if budget < 0:
+        raise InputError(THINKING_ENV, None, f"expected a number of tokens >= 0, got {budget}")
+    return budget or None
+
+
+def convert_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI function schemas (what the harness declares) -> Anthropic tool definitions."""
+    out = []
+    for tool in tools:
+        fn = tool.get("function", tool)
+        entry: dict[str, Any] = {
+            "name": fn["name"],
+            "input_schema": fn.get("parameters") or {"type": "object", "properties": {}},
+        }
+        if fn.get("description"):
+            entry["description"] = fn["description"]
+        out.append(entry)
+    return out
+
+
+def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
+    data = message.provider_data or {}
+    blocks: list[dict[str, Any]] = []
+    signature = data.get("thinking_signature")
+    if signature and message.reasoning_content:
+        blocks.append({"type": "thinking", "thinking": message.reasoning_content, "signature": signature})
+    for redacted in data.get("redacted_thinking") or []:
+        blocks.append({"type": "redacted_thinking", "data": redacted})
+    if message.content:
+        blocks.append({"type": "text", "text": message.content})
+    for call in message.tool_calls or []:
+        parsed = parse_arguments(call.id, call.function.name, call.function.arguments)
+        # A malformed call from another model's transcript still needs an object as input.
+        args = parsed.arguments if parsed.arguments is not None else {"raw_arguments": parsed.raw_arguments}
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.function.name, "input": args})
+    return blocks
+
+
+def convert_messages(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
+    """Chat rows -> (system prompt, turns); tool results become tool_result blocks in a user turn."""
+    system: list[str] = []
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            if message.content:
+                system.append(message.content)
+            continue
+        if message.role == "assistant":
+            role, blocks = "assistant", _assistant_blocks(message)
+        elif message.role == "tool":
+            role = "user"
+            result = {"type": "tool_result", "tool_use_id": message.tool_call_id or "", "content": message.content}
+            blocks = [result]
+        else:
+            role = "user"
+            blocks = [{"type": "text", "text": message.content}] if message.content else []
+        if not blocks:
+            continue
+        # The API wants alternating turns: merge results of parallel calls (and what follows) into one.
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    return "\n\n".join(system), turns
+
+
+def parse_message(response: Any) -> AssistantResponse:
+    """Response blocks -> our response; the thinking signature goes to provider_data for the next turn."""
+    reasoning: list[str] = []
+    text: list[str] = []
+    calls: list[ToolCall] = []
+    provider_data: dict[str, Any] = {}
+    for block in response.content or []:
+        kind = getattr(block, "type", None)
+        if kind == "thinking":
+            reasoning.append(block.thinking)
+            if getattr(block, "signature", None):
+                provider_data["thinking_signature"] = block.signature
+        elif kind == "redacted_thinking":
+            provider_data.setdefault("redacted_thinking", []).append(block.data)
+        elif kind == "text":
+            text.append(block.text)
+        elif kind == "tool_use":
+            calls.append(parse_arguments(block.id, block.name, block.input))
+    usage = getattr(response, "usage", None)
+    input_tokens = sum(
+        getattr(usage, field, 0) or 0
+        for field in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    )
+    return AssistantResponse(
+        reasoning="\n\n".join(reasoning) or None,
+        content="".join(text) or None,
+        tool_calls=calls,
+        usage=Usage(input_tokens=input_tokens, output_tokens=getattr(usage, "output_tokens", 0) or 0),
+        provider_data=provider_data,
+    )
+
+
+class AnthropicModel:
+    """A Messages API backend; SDK retries are off so `with_retries` alone decides on back-off."""
+
+    def __init__(
+        self,
+        spec: str,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_tokens: int = 8192,
+        temperature: float | None = None,
+        thinking_budget: int | None = None,
+        timeout_s: float = 600.0,
+        attempts: int = 6,
+        initial_backoff_s: float = 1.0,
+        max_backoff_s: float = 60.0,
+    ) -> None:
+        self.spec, self.model = spec, model
+        self.max_tokens, self.temperature = max_tokens, temperature
+        self.thinking_budget = thinking_budget if thinking_budget is not None else thinking_budget_from_env()
+        self.attempts, self.initial_backoff_s, self.max_backoff_s = attempts, initial_backoff_s, max_backoff_s
+        # api_key None lets the SDK read ANTHROPIC_API_KEY; base_url None lets it read ANTHROPIC_BASE_URL.
+        self.client = anthropic.Anthropic(
+            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+        )
+
+    def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> AssistantResponse:
+        """One turn; transient failures are retried, context and auth failures raised at once."""
+        system, turns = convert_messages(messages)
+        request: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "messages": turns}
+        if system:
+            request["system"] = system
+        if tools:
+            request["tools"] = convert_tools(tools)
+        if self.thinking_budget:
+            request["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
+            request["max_tokens"] = max(self.max_tokens, self.thinking_budget + ANSWER_HEADROOM_TOKENS)
+        elif self.temperature is not None:  # the API refuses a temperature together with thinking
+            request["temperature"] = self.temperature
+        return with_retries(
+            lambda: self._call(request),
+            attempts=self.attempts,
+            initial_s=self.initial_backoff_s,
+            max_s=self.max_backoff_s,
+        )
+
+    def _call(self, request: dict[str, Any]) -> AssistantResponse:
+        try:
+            response = self.client.messages.create(**request)
+        except anthropic.APIStatusError as e:
+            raise error_for_status(self.spec, e.status_code, e.message, e.error_code) from e
+        except anthropic.APIConnectionError as e:  # includes APITimeoutError
+            raise transport_error(self.spec, f"{type(e).__name__}: {e.message}") from e
+        except anthropic.AnthropicError as e:
+            raise ModelError(f"{self.spec}: {one_line(str(e))}") from e
+        except TypeError as e:  # how the SDK says no credentials were found (env, profile or argument)
+            if "authentication" not in str(e):
+                raise
+            raise AuthError(f"{self.spec}: set ANTHROPIC_API_KEY ({one_line(str(e))})") from e
+        return parse_message(response)

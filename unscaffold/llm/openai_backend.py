@@ -1,0 +1,117 @@
+"""`openai:MODEL[@BASE_URL]`: chat completions with native tool calls (OpenAI, vLLM, SGLang, ...)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import openai
+
+from unscaffold.errors import AuthError, ModelError
+from unscaffold.llm.http_errors import error_for_status, one_line, transport_error
+from unscaffold.llm.retry import with_retries
+from unscaffold.llm.types import AssistantResponse, Message, ToolCall, Usage, parse_arguments
+
+
+def wire_message(message: Message) -> dict[str, Any]:
+    """One row as the chat completions API takes it: arguments as JSON text, no earlier reasoning."""
+    row = message.chat_dict()
+    row.pop("reasoning_content", None)
+    for call in row.get("tool_calls") or []:
+        args = call["function"]["arguments"]
+        if not isinstance(args, str):
+            call["function"]["arguments"] = json.dumps(args, ensure_ascii=False)
+    return row
+
+
+def _reasoning(message: Any) -> str | None:
+    """vLLM and SGLang return thinking as `reasoning_content` (older) or `reasoning` (newer)."""
+    extra = getattr(message, "model_extra", None) or {}
+    for key in ("reasoning_content", "reasoning"):
+        value = extra.get(key) or getattr(message, key, None)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _tool_call(index: int, call: Any) -> ToolCall:
+    function = getattr(call, "function", None)
+    call_id = getattr(call, "id", None) or f"call_{index}"
+    if function is None:  # a non-function ("custom") tool call; we only offer function tools
+        custom = getattr(call, "custom", None)
+        return parse_arguments(call_id, getattr(custom, "name", ""), getattr(custom, "input", None))
+    return parse_arguments(call_id, function.name, function.arguments)
+
+
+def parse_completion(completion: Any, where: str) -> AssistantResponse:
+    """The first choice as our response type; malformed tool arguments stay as raw text."""
+    choices = getattr(completion, "choices", None)
+    if not choices:
+        raise ModelError(f"{where}: the server answered without choices")
+    message = choices[0].message
+    usage = getattr(completion, "usage", None)
+    return AssistantResponse(
+        reasoning=_reasoning(message),
+        content=message.content,
+        tool_calls=[_tool_call(i, c) for i, c in enumerate(message.tool_calls or [])],
+        usage=Usage(
+            input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+        ),
+    )
+
+
+class OpenAIModel:
+    """A chat-completions backend; SDK retries are off so `with_retries` alone decides on back-off."""
+
+    def __init__(
+        self,
+        spec: str,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        timeout_s: float = 600.0,
+        attempts: int = 6,
+        initial_backoff_s: float = 1.0,
+        max_backoff_s: float = 60.0,
+    ) -> None:
+        self.spec, self.model = spec, model
+        self.temperature, self.max_tokens = temperature, max_tokens
+        self.attempts, self.initial_backoff_s, self.max_backoff_s = attempts, initial_backoff_s, max_backoff_s
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        # Self-hosted servers (vLLM, SGLang) usually accept any key; the SDK still wants one.
+        key = api_key or os.environ.get("OPENAI_API_KEY") or ("EMPTY" if base_url else None)
+        if not key:
+            raise AuthError(f"{spec}: set OPENAI_API_KEY, or give a server as openai:MODEL@BASE_URL")
+        self.client = openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout_s, max_retries=0)
+
+    def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> AssistantResponse:
+        """One completion; transient failures are retried, context and auth failures raised at once."""
+        request: dict[str, Any] = {"model": self.model, "messages": [wire_message(m) for m in messages]}
+        if tools:
+            request["tools"] = tools
+        if self.temperature is not None:
+            request["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            request["max_tokens"] = self.max_tokens
+        return with_retries(
+            lambda: self._call(request),
+            attempts=self.attempts,
+            initial_s=self.initial_backoff_s,
+            max_s=self.max_backoff_s,
+        )
+
+    def _call(self, request: dict[str, Any]) -> AssistantResponse:
+        try:
+            completion = self.client.chat.completions.create(**request)
+        except openai.APIStatusError as e:
+            raise error_for_status(self.spec, e.status_code, e.message, e.code) from e
+        except openai.APIConnectionError as e:  # includes APITimeoutError
+            raise transport_error(self.spec, f"{type(e).__name__}: {e.message}") from e
+        except openai.OpenAIError as e:
+            raise ModelError(f"{self.spec}: {one_line(str(e))}") from e
+        return parse_completion(completion, self.spec)

@@ -1,0 +1,248 @@
+"""A tiny random Qwen3 model with a real Qwen chat template, built offline in about a second.
+
+Tests and `--model tiny` smoke runs need a checkpoint that loads through the same
+AutoTokenizer / AutoModelForCausalLM / chat-template path as a real Qwen model, but no weights
+can be downloaded. The tokenizer is a byte-level BPE trained on a small built-in corpus (so any
+text round-trips), its chat template is TRL's verbatim copy of the real one (so TRL recognises it
+and swaps in its training variant), and the model is a 2-layer Qwen3 with random weights.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+TEMPLATE_DIR_NAME = "chat_templates"
+DEFAULT_TEMPLATE = "qwen3_5_think"
+MARKER = "unscaffold_tiny.json"
+MAX_POSITIONS = 32768
+
+# Special tokens: the control tokens are "special" (skip_special_tokens drops them); the tags are plain
+# added tokens, as in the real Qwen tokenizers, so decoding keeps them.
+CONTROL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+TAG_TOKENS = ["<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]
+
+# Qwen2/Qwen3 pre-tokenizer split (letters, single digits, punctuation runs, newlines, spaces).
+_SPLIT_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+
+_CORPUS = r"""
+You are a helpful assistant. Solve the task in the workspace with the execute tool.
+Run one bash command in a fresh shell in the workspace root and return its combined stdout and stderr.
+<tool_call>
+<function=execute>
+<parameter=command>
+ls -la /workspace && cat README.md | head -n 40
+</parameter>
+</function>
+</tool_call>
+<tool_call>
+{"name": "execute", "arguments": {"command": "python3 -c 'import sys; print(sys.version)'"}}
+</tool_call>
+<tool_response>
+total 12
+drwxr-xr-x 2 root root 4096 Jan  1 00:00 .
+-rw-r--r-- 1 root root  512 Jan  1 00:00 data.xlsx
+[exit_code=0]
+</tool_response>
+<think>
+The user wants the total of column B. I should open the spreadsheet with openpyxl first.
+</think>
+grep -rn "def main" src/ | sort | uniq -c | awk '{print $1}' > out.txt
+find . -name "*.py" -type f -exec wc -l {} + | tail -n 1
+sed -n 1,80p config.yaml; echo $?; export PATH=$HOME/.local/bin:$PATH
+pip install openpyxl rdkit pandas numpy; python -m pytest -q tests/
+cd /tmp && mkdir -p out && cp -r ../data ./out/ && rm -f *.log
+cat <<'EOF' > solve.py
+import json
+from pathlib import Path
+import openpyxl
+wb = openpyxl.load_workbook("input.xlsx", data_only=True)
+ws = wb.active
+for row in ws.iter_rows(min_row=2, values_only=True):
+    print(row[0], row[1], sum(x for x in row[2:] if isinstance(x, (int, float))))
+wb.save("output.xlsx")
+EOF
+{"type": "function", "function": {"name": "execute", "description": "Run a command",
+ "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}
+{"id": "call_0", "role": "assistant", "content": null, "tool_calls": [], "reasoning_content": "ok"}
+[1, 2, 3, 4.5, -6e3, true, false, null, "a\"b", {"k": [0, 1]}]
+Spreadsheet: Sheet1!A1:C10 =SUM(B2:B9) =VLOOKUP(A2, Sheet2!A:B, 2, FALSE) =AVERAGE(C2:C9) pivot table,
+cell, row, column, formula, worksheet, workbook, header, merged cells, number format 0.00%, chart.
+Chemistry: molecule, SMILES CC(=O)Oc1ccccc1C(=O)O aspirin, c1ccccc1 benzene, CCO ethanol, [Na+].[Cl-],
+molecular weight 180.16 g/mol, logP, TPSA, hydrogen bond donors, Lipinski rule of five, InChI, atom, bond,
+ring, aromatic, stereo, Chem.MolFromSmiles(smi), Descriptors.MolWt(mol), rdkit.Chem.AllChem, reaction.
+<|im_start|>system
+# Tools
+You have access to the following functions:
+<tools>
+</tools>
+If you choose to call a function ONLY reply in the following format with NO suffix:
+<IMPORTANT>
+Reminder:
+- Function calls MUST follow the specified format
+- Required parameters MUST be specified
+</IMPORTANT><|im_end|>
+<|im_start|>user
+Compute the answer and write it to answer.txt, then say done.<|im_end|>
+<|im_start|>assistant
+Done. The answer is 42, written to answer.txt.<|im_end|>
+The quick brown fox jumps over the lazy dog. 0123456789 !@#$%^&*()_+-=[]{};:'",.<>/?\|`~
+Error: No such file or directory. Traceback (most recent call last): File "x.py", line 3, in <module>
+KeyError: 'name' ValueError: invalid literal for int() with base 10 Permission denied command not found
+"""
+
+
+def available_templates() -> list[str]:
+    """Template names TRL ships, so a bad `template` argument can say what exists."""
+    return sorted(p.stem for p in _template_dir().glob("*.jinja"))
+
+
+def read_trl_template(template: str) -> str:
+    """The chat template text exactly as TRL stores it (TRL identifies models by exact text)."""
+    path = _template_dir() / f"{template}.jinja"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"TRL has no chat template {template!r}; available: {', '.join(available_templates())}"
+        )
+    return path.read_text(encoding="utf-8")
+
+
+def tiny_model_dir(template: str = DEFAULT_TEMPLATE, seed: int = 0) -> Path:
+    """Default cache location, shared by runs: $UNSCAFFOLD_CACHE or ~/.cache/unscaffold."""
+    root = Path(os.environ.get("UNSCAFFOLD_CACHE") or Path.home() / ".cache" / "unscaffold")
+    return root / "tiny" / f"{template}-seed{seed}"
+
+
+def build_tiny_model(out_dir: Path, template: str = DEFAULT_TEMPLATE, seed: int = 0) -> Path:
+    """Write (once) a loadable tiny Qwen3 model + tokenizer to `out_dir` and return it.
+
+    Idempotent: a directory already holding a complete build with the same template and seed is
+    returned untouched. The build happens in a sibling temporary directory and is moved in, with
+    the marker file written last, so concurrent builders never see a half-written model.
+    """
+    out_dir = Path(out_dir)
+    wanted = {"template": template, "seed": seed, "version": 1}
+    if _complete(out_dir, wanted):
+        return out_dir
+    chat_template = read_trl_template(template)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    try:
+        _build(tmp, chat_template, seed)
+        (tmp / MARKER).write_text(json.dumps(wanted), encoding="utf-8")
+        if not out_dir.exists():
+            try:
+                tmp.rename(out_dir)
+                return out_dir
+            except OSError:
+                if _complete(out_dir, wanted):  # another process won the race
+                    return out_dir
+        out_dir.mkdir(parents=True, exist_ok=True)
+        stale = out_dir / MARKER
+        if stale.exists():
+            stale.unlink()
+        for item in sorted(tmp.iterdir(), key=lambda p: p.name == MARKER):
+            os.replace(item, out_dir / item.name)
+        return out_dir
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _template_dir() -> Path:
+    import trl
+
+    return Path(trl.__file__).parent / TEMPLATE_DIR_NAME
+
+
+def _complete(out_dir: Path, wanted: dict[str, object]) -> bool:
+    marker = out_dir / MARKER
+    if not marker.is_file():
+        return False
+    try:
+        if json.loads(marker.read_text(encoding="utf-8")) != wanted:
+            return False
+    except (OSError, ValueError):
+        return False
+    needed = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
+    return all((out_dir / name).is_file() for name in needed)
+
+
+def _train_tokenizer() -> object:
+    """Byte-level BPE with the Qwen pre-tokenizer, trained on the built-in corpus (deterministic)."""
+    from tokenizers import (
+        AddedToken,
+        Regex,
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        trainers,
+    )
+
+    tok = Tokenizer(models.BPE(unk_token=None, fuse_unk=False, byte_fallback=False))
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(_SPLIT_PATTERN), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
+        ]
+    )
+    tok.decoder = decoders.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=2000,
+        min_frequency=1,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=[],
+    )
+    tok.train_from_iterator([line for line in _CORPUS.splitlines() if line], trainer=trainer)
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in CONTROL_TOKENS])
+    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in TAG_TOKENS])
+    return tok
+
+
+def _build(path: Path, chat_template: str, seed: int) -> None:
+    import torch
+    from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=_train_tokenizer(),
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        bos_token=None,
+        unk_token=None,
+        model_max_length=MAX_POSITIONS,
+        padding_side="right",
+        clean_up_tokenization_spaces=False,
+    )
+    tokenizer.chat_template = chat_template
+    eos_id = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    pad_id = tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    config = Qwen3Config(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        max_position_embeddings=MAX_POSITIONS,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=eos_id,
+        pad_token_id=pad_id,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = Qwen3ForCausalLM(config)
+    model.generation_config = GenerationConfig(eos_token_id=[eos_id, pad_id], pad_token_id=pad_id)
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)

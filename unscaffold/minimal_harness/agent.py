@@ -1,0 +1,133 @@
+"""The agent loop of h: propose -> review hook -> execute -> observe, saved after every step."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from unscaffold.errors import ModelError
+from unscaffold.llm.base import Model
+from unscaffold.llm.types import AssistantResponse, Message
+from unscaffold.minimal_harness.sandbox.base import Sandbox
+from unscaffold.minimal_harness.tool import EXECUTE_TOOL, format_problem, system_prompt
+from unscaffold.minimal_harness.trajectory import ExitStatus, StepRecord, Trajectory, now_iso
+
+# Sees the visible transcript and the proposal; returns what will run (the proposal itself to pass).
+ReviewHook = Callable[[list[Message], AssistantResponse], AssistantResponse]
+
+
+def pass_through(transcript: list[Message], proposal: AssistantResponse) -> AssistantResponse:
+    return proposal
+
+
+class AgentConfig(BaseModel):
+    max_turns: int = 40
+    max_wall_s: float | None = None
+    max_cost_usd: float | None = None
+    max_format_errors: int = 3
+    command_timeout_s: float = 60.0
+
+
+class AgentExit(Exception):
+    """Ends the episode; the status goes into the trajectory, the message explains it."""
+
+    def __init__(self, status: ExitStatus, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Agent:
+    def __init__(
+        self,
+        model: Model,
+        sandbox: Sandbox,
+        trajectory: Trajectory,
+        *,
+        config: AgentConfig | None = None,
+        review_hook: ReviewHook = pass_through,
+        save_path: Path | None = None,
+    ) -> None:
+        self.model, self.sandbox, self.traj = model, sandbox, trajectory
+        self.config = config or AgentConfig()
+        self.review_hook, self.save_path = review_hook, save_path
+        self.format_errors_in_row = 0
+        self._t0 = time.monotonic()
+
+    def run(self, instruction: str) -> Trajectory:
+        self.traj.tools = [EXECUTE_TOOL]
+        self.traj.messages = [
+            Message(role="system", content=system_prompt()),
+            Message(role="user", content=instruction),
+        ]
+        self.save()
+        try:
+            while True:
+                self.step()
+        except AgentExit as e:
+            self.traj.exit_status = e.status
+            if e.status != "submitted":
+                self.traj.exception = str(e) if e.status == "error" else None
+        except ModelError as e:
+            self.traj.exit_status, self.traj.exception = "error", f"{type(e).__name__}: {e}"
+        self.traj.ended_at = now_iso()
+        self.traj.wall_s = time.monotonic() - self._t0
+        self.save()
+        return self.traj
+
+    def check_limits(self) -> None:
+        c = self.config
+        if len(self.traj.steps) >= c.max_turns:
+            raise AgentExit("turn_limit", f"reached the limit of {c.max_turns} turns")
+        if c.max_wall_s is not None and time.monotonic() - self._t0 >= c.max_wall_s:
+            raise AgentExit("wall_limit", f"reached the wall-time limit of {c.max_wall_s:g} s")
+        if c.max_cost_usd is not None and self.traj.usage.cost_usd >= c.max_cost_usd:
+            raise AgentExit("cost_limit", f"reached the cost limit of ${c.max_cost_usd:g}")
+
+    def step(self) -> None:
+        self.check_limits()
+        started, t = now_iso(), time.monotonic()
+        proposal = self.model.complete(self.traj.messages, self.traj.tools)
+        self.traj.usage = self.traj.usage + proposal.usage
+        response = self.review_hook(list(self.traj.messages), proposal)
+        record = StepRecord(
+            turn=len(self.traj.steps) + 1,
+            message_index=len(self.traj.messages),
+            started_at=started,
+            model_s=time.monotonic() - t,
+            usage=proposal.usage,
+            replaced=response is not proposal,
+        )
+        self.traj.messages.append(response.to_message())
+        self.traj.steps.append(record)
+        if not response.tool_calls:
+            self.traj.final_answer = response.content or ""
+            self.save()
+            raise AgentExit("submitted", "final answer given")
+        problem = format_problem(response)
+        if problem:
+            self.on_format_error(response, record, problem)
+            return
+        self.format_errors_in_row = 0
+        call = response.tool_calls[0]
+        t = time.monotonic()
+        result = self.sandbox.execute(call.arguments["command"], timeout_s=self.config.command_timeout_s)
+        record.exec_s, record.exit_code, record.timed_out = time.monotonic() - t, result.exit_code, result.timed_out
+        observation = Message(role="tool", tool_call_id=call.id, name=call.name, content=result.observation())
+        self.traj.messages.append(observation)
+        self.save()
+
+    def on_format_error(self, response: AssistantResponse, record: StepRecord, problem: str) -> None:
+        record.format_error = problem
+        for call in response.tool_calls:  # every call id gets an answer, so the transcript stays valid
+            self.traj.messages.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=problem))
+        self.format_errors_in_row += 1
+        self.save()
+        if self.format_errors_in_row >= self.config.max_format_errors:
+            raise AgentExit("format_errors", f"{self.format_errors_in_row} malformed replies in a row")
+
+    def save(self) -> None:
+        if self.save_path is not None:
+            self.traj.save(self.save_path)
