@@ -16,6 +16,7 @@ from unscaffold.minimal_harness.trajectory import Trajectory, now_iso
 
 RESULT = "result.json"
 TRAJECTORY = "trajectory.json"
+REVIEWS = "reviews.jsonl"  # private: the reviewer's decisions; empty for an evaluation
 
 
 def run_trial(
@@ -25,6 +26,7 @@ def run_trial(
     started, t0 = now_iso(), time.monotonic()
     traj = Trajectory(trial_id=trial_id, task_id=task.id, suite=suite.name, student=provider.spec, tools=[])
     isolation = ""
+    (trial_dir / REVIEWS).touch()
     try:
         sandbox_config = suite.prepare(task, trial_dir, config.sandbox, oracle=provider.spec == "oracle")
         sandbox_config.timeout_s = config.command_timeout_s

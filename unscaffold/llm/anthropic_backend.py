@@ -77,8 +77,8 @@ def convert_messages(messages: list[Message]) -> tuple[str, list[dict[str, Any]]
             role, blocks = "assistant", _assistant_blocks(message)
         elif message.role == "tool":
             role = "user"
-            result = {"type": "tool_result", "tool_use_id": message.tool_call_id or "", "content": message.content}
-            blocks = [result]
+            call_id = message.tool_call_id or ""
+            blocks = [{"type": "tool_result", "tool_use_id": call_id, "content": message.content}]
         else:
             role = "user"
             blocks = [{"type": "text", "text": message.content}] if message.content else []

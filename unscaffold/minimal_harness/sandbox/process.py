@@ -17,6 +17,11 @@ TIMEOUT_EXIT_CODE = 124
 _DRAIN_S = 2.0
 
 
+def timeout_note(timeout_s: float) -> str:
+    """The line appended to a timed-out command's output; shared so every backend says the same."""
+    return f"[command timed out after {timeout_s:g} s; its process group was killed]"
+
+
 def rlimit_setter(limits: Limits) -> Callable[[], None]:
     def apply() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
@@ -108,7 +113,7 @@ def run_argv(
     output = collector.text()
     if timed_out:
         code = TIMEOUT_EXIT_CODE
-        note = f"[command timed out after {timeout_s:g} s; its process group was killed]"
+        note = timeout_note(timeout_s)
         output = f"{output}\n{note}" if output else note
     return ExecResult(
         output=output,

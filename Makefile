@@ -1,0 +1,39 @@
+# Two commands set everything up on a fresh machine: `make demo` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+DEMO_OUT ?= runs/demo
+
+.PHONY: demo test test-all lint perf sysdeps clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q torch==2.13.0
+	$(VENV)/bin/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+sysdeps:
+	@bash scripts/sysdeps.sh
+
+demo: $(STAMP) sysdeps
+	rm -rf $(DEMO_OUT)
+	$(VENV)/bin/unscaffold run harbor --data examples/harbor \
+		--student replay:examples/replay/harbor_student.json --concurrency 4 --out $(DEMO_OUT)/harbor
+
+test: $(STAMP) sysdeps
+	$(PY) -m pytest -q
+
+test-all: $(STAMP) sysdeps
+	$(PY) -m pytest -q -m ''
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check unscaffold tests perf
+
+perf: $(STAMP) sysdeps
+	$(PY) perf/harness_overhead.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,48 @@
+"""Shared fixtures: sandbox availability, example paths, replay files written on the fly."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+HARBOR_EXAMPLES = EXAMPLES / "harbor"
+HARBOR_REPLAY = EXAMPLES / "replay" / "harbor_student.json"
+
+
+def bwrap_usable() -> bool:
+    if shutil.which("bwrap") is None:
+        return False
+    probe = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--unshare-pid", "true"], capture_output=True)
+    return probe.returncode == 0
+
+
+BWRAP = bwrap_usable()
+needs_bwrap = pytest.mark.skipif(not BWRAP, reason="bubblewrap is not installed or not usable here")
+
+
+@pytest.fixture
+def write_replay(tmp_path: Path):
+    """Write a replay file from a dict and return its spec."""
+
+    def write(entries: dict[str, list[dict[str, Any]]], name: str = "replay.json") -> str:
+        path = tmp_path / name
+        path.write_text(json.dumps(entries))
+        return f"replay:{path}"
+
+    return write
+
+
+def call(command: str) -> dict[str, Any]:
+    """A replay entry that runs one command."""
+    return {"tool_call": {"name": "execute", "arguments": {"command": command}}}
+
+
+def final(text: str) -> dict[str, Any]:
+    return {"content": text}

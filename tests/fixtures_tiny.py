@@ -1,0 +1,21 @@
+"""Tiny offline Qwen3 checkpoints for tests; import the fixtures into a test module to use them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from unscaffold.llm.tiny import build_tiny_model
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random Qwen3 with the real Qwen3.5 (thinking) chat template, built once per session."""
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "qwen3_5_think", template="qwen3_5_think")
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen3_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same with the Qwen3 template (JSON tool calls)."""
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "qwen3", template="qwen3")

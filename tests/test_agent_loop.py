@@ -1,0 +1,133 @@
+"""The loop of h: limits, format errors, final answers, and what a review hook changes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import call, final
+from unscaffold.llm.registry import load_provider
+from unscaffold.llm.types import AssistantResponse, Message, ToolCall
+from unscaffold.minimal_harness.agent import Agent, AgentConfig
+from unscaffold.minimal_harness.sandbox import SandboxConfig
+from unscaffold.minimal_harness.sandbox.none import UnisolatedSandbox
+from unscaffold.minimal_harness.tool import EXECUTE_TOOL, format_problem
+from unscaffold.minimal_harness.trajectory import Trajectory
+
+
+def make_agent(tmp_path: Path, spec: str, **config) -> Agent:
+    model = load_provider(spec).for_trial("t1")
+    sandbox = UnisolatedSandbox(SandboxConfig(kind="none", workspace=tmp_path / "ws"))
+    traj = Trajectory(trial_id="t1", task_id="t1", suite="unit", student=spec, tools=[])
+    return Agent(model, sandbox, traj, config=AgentConfig(**config), save_path=tmp_path / "trajectory.json")
+
+
+def test_final_answer_ends_the_episode(tmp_path: Path, write_replay) -> None:
+    spec = write_replay({"t1": [call("echo hi"), final("done: hi")]})
+    traj = make_agent(tmp_path, spec).run("say hi")
+    assert traj.exit_status == "submitted"
+    assert traj.final_answer == "done: hi"
+    assert [m.role for m in traj.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert traj.messages[0].content.startswith("You are an autonomous agent")
+    assert traj.messages[3].content == "hi\n\n[exit_code=0]"
+    assert traj.messages[3].tool_call_id == traj.messages[2].tool_calls[0].id
+    assert traj.tools == [EXECUTE_TOOL]
+    saved = Trajectory.load(tmp_path / "trajectory.json")
+    assert saved.messages == traj.messages and saved.exit_status == "submitted"
+
+
+def test_turn_limit(tmp_path: Path, write_replay) -> None:
+    spec = write_replay({"*": [call(f"echo {i}") for i in range(10)]})
+    traj = make_agent(tmp_path, spec, max_turns=3).run("loop")
+    assert traj.exit_status == "turn_limit"
+    assert len(traj.steps) == 3
+    assert traj.final_answer is None
+    assert [m.role for m in traj.messages].count("tool") == 3
+
+
+def test_three_format_errors_in_a_row_end_the_episode(tmp_path: Path, write_replay) -> None:
+    bad = [
+        {"tool_call": {"name": "execute", "arguments": {"command": "   "}}},
+        {"tool_call": {"name": "str_replace", "arguments": {"path": "x"}}},
+        {"tool_calls": [{"name": "execute", "arguments": {"command": "ls"}},
+                        {"name": "execute", "arguments": {"command": "pwd"}}]},
+        final("never reached"),
+    ]
+    traj = make_agent(tmp_path, write_replay({"t1": bad})).run("x")
+    assert traj.exit_status == "format_errors"
+    assert [s.format_error for s in traj.steps] == [
+        "Format error: `execute` needs one non-empty string argument `command`.",
+        "Format error: unknown tool `str_replace`; the available tools are `execute`.",
+        "Format error: make exactly one tool call per reply (got 2).",
+    ]
+    tool_msgs = [m for m in traj.messages if m.role == "tool"]
+    assert len(tool_msgs) == 4  # both calls of the double call are answered
+    assert tool_msgs[0].content == traj.steps[0].format_error
+
+
+def test_format_error_counter_resets_after_a_good_call(tmp_path: Path, write_replay) -> None:
+    empty = {"tool_call": {"name": "execute", "arguments": {"command": ""}}}
+    spec = write_replay({"t1": [empty, empty, call("true"), empty, empty, final("ok")]})
+    traj = make_agent(tmp_path, spec).run("x")
+    assert traj.exit_status == "submitted"
+    assert sum(1 for s in traj.steps if s.format_error) == 4
+
+
+def test_malformed_json_arguments_are_a_format_error(tmp_path: Path, write_replay) -> None:
+    spec = write_replay({"t1": [{"tool_call": {"name": "execute", "arguments": "{\"command\": \"ls"}}, final("x")]})
+    traj = make_agent(tmp_path, spec).run("x")
+    assert traj.steps[0].format_error == "Format error: the tool arguments are not a JSON object."
+    assert traj.messages[2].tool_calls[0].function.arguments == "{\"command\": \"ls"
+
+
+def test_review_hook_replacement_is_what_runs_and_is_recorded(tmp_path: Path, write_replay) -> None:
+    spec = write_replay({"t1": [call("echo proposal > f.txt"), final("done")]})
+    seen: list[tuple[int, str]] = []
+
+    def hook(transcript: list[Message], proposal: AssistantResponse) -> AssistantResponse:
+        seen.append((len(transcript), proposal.content or ""))
+        if proposal.tool_calls:
+            return AssistantResponse(
+                reasoning="Write the replacement instead.",
+                tool_calls=[ToolCall(id="r1", name="execute", arguments={"command": "echo replaced > f.txt"})],
+            )
+        return proposal
+
+    agent = make_agent(tmp_path, spec)
+    agent.review_hook = hook
+    traj = agent.run("write f")
+    assert (tmp_path / "ws" / "f.txt").read_text() == "replaced\n"
+    assert traj.messages[2].tool_calls[0].function.arguments == {"command": "echo replaced > f.txt"}
+    assert traj.messages[2].reasoning_content == "Write the replacement instead."
+    assert "proposal" not in traj.model_dump_json()
+    assert [s.replaced for s in traj.steps] == [True, False]
+    assert seen == [(2, ""), (4, "done")]
+
+
+def test_wall_and_cost_limits(tmp_path: Path, write_replay) -> None:
+    spec = write_replay({"*": [call("sleep 0.3")] * 5})
+    traj = make_agent(tmp_path, spec, max_wall_s=0.5).run("x")
+    assert traj.exit_status == "wall_limit"
+    assert 1 <= len(traj.steps) <= 2
+
+
+def test_replay_exhausted_is_recorded_not_raised(tmp_path: Path, write_replay) -> None:
+    spec = write_replay({"t1": [call("true")]})
+    traj = make_agent(tmp_path, spec).run("x")
+    assert traj.exit_status == "error"
+    assert traj.exception.startswith("ReplayExhausted: ")
+    assert "has no entry left after 1" in traj.exception
+
+
+@pytest.mark.parametrize(
+    "args,problem",
+    [
+        ({"command": "ls", "timeout": 5}, "Format error: `execute` takes only `command` (got also timeout)."),
+        ({"command": 3}, "Format error: `execute` needs one non-empty string argument `command`."),
+        ({"command": "ls"}, None),
+    ],
+)
+def test_format_problem(args, problem) -> None:
+    response = AssistantResponse(tool_calls=[ToolCall(id="c", name="execute", arguments=args)])
+    assert format_problem(response) == problem

@@ -1,0 +1,347 @@
+"""DockerSandbox: pure kwargs/argv, a fake engine for the lifecycle, the exec wrapper on the host, live tests."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+import pytest
+
+from unscaffold.errors import SandboxUnavailable
+from unscaffold.minimal_harness.sandbox import docker_sandbox as ds
+from unscaffold.minimal_harness.sandbox.base import Limits, Mount, SandboxConfig
+from unscaffold.minimal_harness.sandbox.docker_sandbox import (
+    EXEC_WRAPPER,
+    IMAGE_PATH,
+    DockerSandbox,
+    container_kwargs,
+    exec_argv,
+    live_container_ids,
+)
+from unscaffold.minimal_harness.sandbox.process import TIMEOUT_EXIT_CODE, timeout_note
+
+# ---------------------------------------------------------------- pure functions
+
+
+def test_container_kwargs_exact(tmp_path: Path) -> None:
+    ws, data, out = tmp_path / "ws", tmp_path / "data", tmp_path / "out"
+    config = SandboxConfig(
+        kind="docker",
+        workspace=ws,
+        workdir="/app",
+        mounts=[Mount(source=data, target="/data"), Mount(source=out, target="/out", writable=True)],
+        limits=Limits(memory_bytes=2 * 1024**3, processes=256, file_size_bytes=1024**3),
+        image="python:3.11-slim",
+        env={"FOO": "bar"},
+    )
+    kw = container_kwargs(config)
+    assert kw["image"] == "python:3.11-slim"
+    assert kw["command"] == ["sleep", "infinity"]
+    assert kw["detach"] is True
+    assert kw["init"] is True
+    assert kw["volumes"] == [f"{ws.resolve()}:/app:rw", f"{data.resolve()}:/data:ro", f"{out.resolve()}:/out:rw"]
+    assert kw["working_dir"] == "/app"
+    assert kw["network_mode"] == "none"
+    assert kw["mem_limit"] == 2 * 1024**3
+    assert kw["memswap_limit"] == 2 * 1024**3
+    assert kw["pids_limit"] == 256
+    assert kw["ulimits"] == [{"Name": "fsize", "Soft": 1024**3, "Hard": 1024**3}]
+    assert kw["labels"] == {"unscaffold": "1"}
+    assert kw["user"] == f"{os.getuid()}:{os.getgid()}"
+    env = kw["environment"]
+    assert env["PATH"] == IMAGE_PATH  # not the host virtualenv
+    assert env["HOME"] == "/tmp" and env["FOO"] == "bar" and env["LANG"] == "C.UTF-8"
+
+
+def test_container_kwargs_network_and_default_cwd(tmp_path: Path) -> None:
+    config = SandboxConfig(kind="docker", workspace=tmp_path, network=True, env={"PATH": "/opt/bin:/bin"})
+    kw = container_kwargs(config)
+    assert "network_mode" not in kw  # the engine's default network
+    assert kw["working_dir"] == str(tmp_path)
+    assert kw["volumes"] == [f"{tmp_path.resolve()}:{tmp_path}:rw"]
+    assert kw["environment"]["PATH"] == "/opt/bin:/bin"  # an explicit PATH wins
+
+
+def test_exec_argv_exact() -> None:
+    assert exec_argv("echo hi", 5) == ["bash", "-c", EXEC_WRAPPER, "unscaffold-exec", "5.000", "echo hi"]
+    assert exec_argv("ls", 0.25)[4] == "0.250"
+
+
+# ---------------------------------------------------------------- the exec wrapper, run on this host
+
+needs_setsid = pytest.mark.skipif(
+    shutil.which("setsid") is None or shutil.which("bash") is None, reason="needs bash and setsid"
+)
+
+
+def _run_wrapper(command: str, timeout_s: float) -> tuple[int, str, float]:
+    t = time.monotonic()
+    proc = subprocess.run(
+        exec_argv(command, timeout_s), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30, check=False
+    )
+    return proc.returncode, proc.stdout.decode(), time.monotonic() - t
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+@needs_setsid
+def test_wrapper_passes_exit_code_and_output() -> None:
+    code, out, _ = _run_wrapper("echo out; echo err >&2; exit 7", 10)
+    assert code == 7
+    assert "out" in out and "err" in out
+
+
+@needs_setsid
+def test_wrapper_timeout_kills_the_group(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    code, out, elapsed = _run_wrapper(f"sleep 60 & echo $! > {pidfile}; echo started; sleep 60", 1)
+    assert code == TIMEOUT_EXIT_CODE
+    assert out == "started\n"  # no job-control chatter from the wrapper
+    assert elapsed < 10
+    time.sleep(0.2)
+    assert not _alive(int(pidfile.read_text()))
+
+
+@needs_setsid
+def test_wrapper_kills_leftover_background_processes(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    code, out, elapsed = _run_wrapper(f"sleep 60 & echo $! > {pidfile}; echo done", 30)
+    assert code == 0 and out == "done\n"
+    assert elapsed < 10  # did not wait for the background sleep
+    time.sleep(0.2)
+    assert not _alive(int(pidfile.read_text()))
+
+
+# ---------------------------------------------------------------- a fake engine
+
+_ids = itertools.count(1)
+
+
+class FakeContainer:
+    def __init__(self, kwargs: dict[str, Any], fail_start: bool) -> None:
+        self.id = f"fake{next(_ids)}"
+        self.kwargs, self.fail_start = kwargs, fail_start
+        self.started = False
+        self.removals: list[dict[str, Any]] = []
+
+    def start(self) -> None:
+        if self.fail_start:
+            raise docker.errors.APIError("cannot start: bind source path does not exist")
+        self.started = True
+
+    def remove(self, **kwargs: Any) -> None:
+        self.removals.append(kwargs)
+
+
+class FakeContainers:
+    def __init__(self, fail_start: bool) -> None:
+        self.fail_start = fail_start
+        self.created: list[FakeContainer] = []
+
+    def create(self, **kwargs: Any) -> FakeContainer:
+        c = FakeContainer(kwargs, self.fail_start)
+        self.created.append(c)
+        return c
+
+
+class FakeAPI:
+    def __init__(self, chunks: list[bytes], exit_code: int, delay_s: float) -> None:
+        self.chunks, self.exit_code, self.delay_s = chunks, exit_code, delay_s
+        self.execs: list[tuple[str, list[str], dict[str, Any]]] = []
+
+    def exec_create(self, container: str, cmd: list[str], **kwargs: Any) -> dict[str, str]:
+        self.execs.append((container, cmd, kwargs))
+        return {"Id": f"exec{len(self.execs)}"}
+
+    def exec_start(self, exec_id: str, stream: bool = False, demux: bool = False) -> Any:
+        assert stream and not demux
+
+        def gen() -> Any:
+            yield from self.chunks
+            time.sleep(self.delay_s)
+
+        return gen()
+
+    def exec_inspect(self, exec_id: str) -> dict[str, Any]:
+        return {"ExitCode": self.exit_code, "Running": False}
+
+
+class FakeClient:
+    def __init__(
+        self, chunks: list[bytes] | None = None, exit_code: int = 0, delay_s: float = 0.0, fail_start: bool = False
+    ) -> None:
+        self.containers = FakeContainers(fail_start)
+        self.api = FakeAPI(chunks or [], exit_code, delay_s)
+
+
+def _config(tmp_path: Path) -> SandboxConfig:
+    return SandboxConfig(kind="docker", workspace=tmp_path / "ws", workdir="/app", timeout_s=30)
+
+
+def test_execute_returns_observation_and_exit_code(tmp_path: Path) -> None:
+    client = FakeClient([b"hello ", b"w\xc3", b"\xb6rld\n"], exit_code=3)
+    with DockerSandbox(_config(tmp_path), client=client) as sb:
+        assert "python:3.11-slim" in sb.isolation and "no network" in sb.isolation
+        result = sb.execute("echo hello", timeout_s=5)
+    assert result.output == "hello wörld\n"
+    assert result.exit_code == 3 and not result.timed_out
+    assert result.observation() == "hello wörld\n\n[exit_code=3]"
+    container, argv, kwargs = client.api.execs[0]
+    assert container == client.containers.created[0].id
+    assert argv == exec_argv("echo hello", 5)
+    assert kwargs["workdir"] == "/app"
+    assert (tmp_path / "ws").is_dir()  # the workspace exists before it is mounted
+
+
+def test_timeout_reports_exit_code_and_note(tmp_path: Path) -> None:
+    client = FakeClient([b"partial"], exit_code=TIMEOUT_EXIT_CODE, delay_s=0.05)
+    with DockerSandbox(_config(tmp_path), client=client) as sb:
+        result = sb.execute("sleep 100", timeout_s=0.01)
+    assert result.timed_out and result.exit_code == TIMEOUT_EXIT_CODE
+    assert result.output == f"partial\n{timeout_note(0.01)}"
+
+
+def test_exit_124_before_deadline_is_not_a_timeout(tmp_path: Path) -> None:
+    client = FakeClient([], exit_code=124)
+    with DockerSandbox(_config(tmp_path), client=client) as sb:
+        result = sb.execute("exit 124", timeout_s=30)
+    assert result.exit_code == 124 and not result.timed_out and result.output == ""
+
+
+def test_large_output_is_bounded(tmp_path: Path) -> None:
+    client = FakeClient([b"x" * 65536] * 100)
+    with DockerSandbox(_config(tmp_path), client=client) as sb:
+        result = sb.execute("yes x", timeout_s=5)
+    assert result.elided_chars > 0 and len(result.output) < 20_000
+
+
+def test_close_removes_exactly_once(tmp_path: Path) -> None:
+    client = FakeClient()
+    sb = DockerSandbox(_config(tmp_path), client=client)
+    container = client.containers.created[0]
+    assert container.started and container.id in live_container_ids()
+    sb.close()
+    sb.close()
+    assert container.removals == [{"force": True}]
+    assert container.id not in live_container_ids()
+    with pytest.raises(SandboxUnavailable):
+        sb.execute("true")
+
+
+def test_exception_in_with_block_still_removes(tmp_path: Path) -> None:
+    client = FakeClient()
+    with pytest.raises(RuntimeError, match="boom"):
+        with DockerSandbox(_config(tmp_path), client=client):
+            raise RuntimeError("boom")
+    assert client.containers.created[0].removals == [{"force": True}]
+
+
+def test_start_failure_removes_container(tmp_path: Path) -> None:
+    client = FakeClient(fail_start=True)
+    with pytest.raises(SandboxUnavailable, match="cannot start a container"):
+        DockerSandbox(_config(tmp_path), client=client)
+    container = client.containers.created[0]
+    assert container.removals == [{"force": True}]
+    assert container.id not in live_container_ids()
+
+
+def test_cleanup_all_and_signal_chain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    client = FakeClient()
+    DockerSandbox(_config(tmp_path), client=client)  # never closed by its owner
+    DockerSandbox(_config(tmp_path), client=client)
+    seen: list[int] = []
+    monkeypatch.setitem(ds._PREVIOUS_HANDLERS, signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    ds._on_signal(signal.SIGTERM, None)
+    assert seen == [signal.SIGTERM]
+    assert [c.removals for c in client.containers.created] == [[{"force": True}], [{"force": True}]]
+    assert live_container_ids() == []
+
+
+def test_unreachable_engine_raises_sandbox_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_engine(**kwargs: Any) -> Any:
+        raise docker.errors.DockerException(
+            "Error while fetching server API version: ('Connection aborted.',\n FileNotFoundError(2))"
+        )
+
+    monkeypatch.setattr(docker, "from_env", no_engine)
+    with pytest.raises(SandboxUnavailable) as info:
+        DockerSandbox(_config(tmp_path))
+    message = str(info.value)
+    assert "Docker is not reachable" in message and "--sandbox local" in message
+    assert "\n" not in message
+
+
+# ---------------------------------------------------------------- live, against a real engine
+
+LIVE_IMAGE = os.environ.get("UNSCAFFOLD_DOCKER_TEST_IMAGE", "python:3.11-slim")
+
+
+@pytest.fixture(scope="module")
+def live_client() -> docker.DockerClient:
+    try:
+        client = docker.from_env()
+        client.ping()
+    except Exception as e:  # noqa: BLE001 - any failure means no engine here
+        pytest.skip(f"no Docker engine: {e}")
+    try:
+        client.images.get(LIVE_IMAGE)
+    except docker.errors.ImageNotFound:
+        try:
+            client.images.pull(LIVE_IMAGE)
+        except docker.errors.DockerException as e:
+            pytest.skip(f"image {LIVE_IMAGE} unavailable: {e}")
+    return client
+
+
+def _live_config(tmp_path: Path, **kw: Any) -> SandboxConfig:
+    return SandboxConfig(kind="docker", workspace=tmp_path / "ws", workdir="/app", image=LIVE_IMAGE, **kw)
+
+
+@pytest.mark.docker
+def test_live_workspace_writable_rest_not(live_client: docker.DockerClient, tmp_path: Path) -> None:
+    secret = tmp_path / "outside.txt"
+    secret.write_text("host only")
+    with DockerSandbox(_live_config(tmp_path), client=live_client) as sb:
+        r = sb.execute("pwd; echo hi > made.txt; cat made.txt")
+        assert r.exit_code == 0 and r.output == "/app\nhi\n"
+        assert (tmp_path / "ws" / "made.txt").read_text() == "hi\n"
+        assert sb.execute(f"test -e {secret}").exit_code != 0  # host files outside the workspace are absent
+        assert sb.execute("touch /usr/unscaffold-probe").exit_code != 0
+        assert sb.execute("python -c 'import urllib.request as u; u.urlopen(\"http://1.1.1.1\", timeout=3)'").exit_code
+    assert not secret.with_name("unscaffold-probe").exists()
+
+
+@pytest.mark.docker
+def test_live_timeout_kills(live_client: docker.DockerClient, tmp_path: Path) -> None:
+    with DockerSandbox(_live_config(tmp_path), client=live_client) as sb:
+        t = time.monotonic()
+        r = sb.execute("echo begin; sleep 300 & sleep 300", timeout_s=1)
+        assert time.monotonic() - t < 15
+        assert r.timed_out and r.exit_code == TIMEOUT_EXIT_CODE
+        assert r.output == f"begin\n{timeout_note(1)}"
+        left = sb.execute("cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -c 'slee[p] 300' || true")
+        assert left.output.strip() == "0"
+
+
+@pytest.mark.docker
+def test_live_container_gone_after_close(live_client: docker.DockerClient, tmp_path: Path) -> None:
+    sb = DockerSandbox(_live_config(tmp_path), client=live_client)
+    container_id = sb.container.id
+    assert live_client.containers.get(container_id).labels.get("unscaffold") == "1"
+    sb.close()
+    with pytest.raises(docker.errors.NotFound):
+        live_client.containers.get(container_id)

@@ -1,0 +1,156 @@
+"""End to end: `unscaffold run harbor` gives exact rewards, writes the contract files and resumes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import HARBOR_EXAMPLES, HARBOR_REPLAY, ROOT, call, final, needs_bwrap
+from unscaffold.cli import app
+from unscaffold.collect.models import RunConfig
+from unscaffold.collect.runner import run
+from unscaffold.errors import InputError
+
+pytestmark = needs_bwrap
+EXPECTED = {"csv-total": 1.0, "fix-fibonacci": 0.8, "hello-file": 1.0, "word-stats": 0.0}
+
+
+def test_replay_student_gets_exact_rewards(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["run", "harbor", "--data", str(HARBOR_EXAMPLES), "--student",
+                                      f"replay:{HARBOR_REPLAY}", "--concurrency", "2", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["per_task"] == EXPECTED
+    assert results["pass_at_1"] == 50.0
+    assert results["n_tasks"] == 4 and results["suite"] == "harbor"
+    assert results["reviewer_calls"] == 0 and results["replacements"] == 0
+    assert results["exit_status"] == {"submitted": 4}
+    assert set(results) >= {"suite", "n_tasks", "pass_at_1", "per_task", "reviewer_calls", "replacements", "tokens",
+                            "wall_time_s"}
+    for tid in EXPECTED:
+        trial = tmp_path / "trials" / tid
+        assert (trial / "trajectory.json").is_file() and (trial / "result.json").is_file()
+        assert (trial / "reviews.jsonl").is_file()
+    fib = json.loads((tmp_path / "trials" / "fix-fibonacci" / "result.json").read_text())
+    assert fib["details"]["metrics"] == {"reward": 0.8, "passed": 4}
+    words = json.loads((tmp_path / "trials" / "word-stats" / "result.json").read_text())
+    assert words["reward"] == 0.0 and words["turns"] == 2
+    assert "pass@1 50.00%" in result.output
+
+
+def test_oracle_scores_100(tmp_path: Path) -> None:
+    summary = run(RunConfig(suite="harbor", data=HARBOR_EXAMPLES, student="oracle", out=tmp_path, concurrency=4))
+    assert summary.pass_at_1 == 100.0
+    assert summary.per_task == {k: 1.0 for k in EXPECTED}
+
+
+def test_tests_are_hidden_from_the_student_and_missing_reward_scores_zero(tmp_path: Path, write_replay) -> None:
+    spec = write_replay({"hello-file": [call("ls /tests /solution 2>&1; rm -f /logs/verifier/*"), final("x")]})
+    summary = run(RunConfig(suite="harbor", data=HARBOR_EXAMPLES, student=spec, out=tmp_path, task_ids=["hello-file"]))
+    traj = json.loads((tmp_path / "trials" / "hello-file" / "trajectory.json").read_text())
+    observation = traj["messages"][3]["content"]
+    assert "ls: cannot access '/tests': No such file or directory" in observation
+    assert "ls: cannot access '/solution': No such file or directory" in observation
+    assert summary.per_task == {"hello-file": 0.0}
+
+
+def test_verifier_without_reward_file(tmp_path: Path, write_replay) -> None:
+    task = tmp_path / "tasks" / "no-reward"
+    (task / "tests").mkdir(parents=True)
+    (task / "instruction.md").write_text("Do nothing.")
+    (task / "task.toml").write_text("[verifier]\ntimeout_sec = 10\n")
+    (task / "tests" / "test.sh").write_text("echo checked\n")
+    summary = run(RunConfig(suite="harbor", data=task, student=write_replay({"*": [final("ok")]}), out=tmp_path / "r"))
+    result = json.loads((tmp_path / "r" / "trials" / "no-reward" / "result.json").read_text())
+    assert summary.per_task == {"no-reward": 0.0}
+    assert result["reason"] == "the verifier wrote no reward file (reward.txt or reward.json)"
+
+
+def test_bad_task_toml_is_one_line_naming_file_and_field(tmp_path: Path) -> None:
+    task = tmp_path / "bad"
+    (task / "tests").mkdir(parents=True)
+    (task / "instruction.md").write_text("x")
+    (task / "tests" / "test.sh").write_text("true")
+    (task / "task.toml").write_text("[verifier]\ntimeout_sec = 'soon'\n")
+    with pytest.raises(InputError) as err:
+        run(RunConfig(suite="harbor", data=task, student="oracle", out=tmp_path / "r"))
+    assert str(err.value) == (f"{task / 'task.toml'}: verifier.timeout_sec: "
+                              "Input should be a valid number, unable to parse string as a number")
+
+
+def test_bad_replay_entry_names_the_file_and_field(tmp_path: Path, write_replay) -> None:
+    spec = write_replay({"hello-file": [{"tool_call": {"name": "execute", "arguments": {}}, "contents": "x"}]})
+    result = CliRunner().invoke(app, ["run", "harbor", "--data", str(HARBOR_EXAMPLES), "--student", spec,
+                                      "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert f"error: {spec[len('replay:'):]}: hello-file[0].contents: Extra inputs are not permitted" in result.output
+
+
+def test_resume_with_other_settings_is_refused(tmp_path: Path) -> None:
+    run(RunConfig(suite="harbor", data=HARBOR_EXAMPLES, student="oracle", out=tmp_path, task_ids=["hello-file"]))
+    with pytest.raises(InputError, match="was started with other settings \\(student\\)"):
+        run(RunConfig(suite="harbor", data=HARBOR_EXAMPLES, student=f"replay:{HARBOR_REPLAY}", out=tmp_path,
+                      task_ids=["hello-file"]))
+
+
+def test_a_crash_in_one_trial_keeps_the_others(tmp_path: Path, write_replay, monkeypatch) -> None:
+    from unscaffold.benchmarks.harbor.suite import HarborSuite
+
+    original = HarborSuite.score
+
+    def flaky(self, task, *args):
+        if task.id == "csv-total":
+            raise RuntimeError("scorer exploded")
+        return original(self, task, *args)
+
+    monkeypatch.setattr(HarborSuite, "score", flaky)
+    summary = run(RunConfig(suite="harbor", data=HARBOR_EXAMPLES, student="oracle", out=tmp_path, concurrency=2))
+    assert summary.per_task == {**{k: 1.0 for k in EXPECTED}, "csv-total": 0.0}
+    crashed = json.loads((tmp_path / "trials" / "csv-total" / "result.json").read_text())
+    assert crashed["exception"] == "RuntimeError: scorer exploded" and crashed["reason"] == "trial crashed"
+    assert summary.exceptions == 1
+
+
+def test_sigkill_half_way_then_resume_finishes_every_trial_once(tmp_path: Path) -> None:
+    replay = tmp_path / "slow.json"
+    replay.write_text(json.dumps({"*": [call("echo step"), final("done")]}))
+    tasks = tmp_path / "tasks"
+    for i in range(8):
+        t = tasks / f"t{i}"
+        (t / "tests").mkdir(parents=True)
+        (t / "instruction.md").write_text(f"task {i}")
+        (t / "task.toml").write_text("")
+        (t / "tests" / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "unscaffold.cli", "run", "harbor", "--data", str(tasks), "--student",
+            f"replay:{replay}?latency=0.25", "--concurrency", "2", "--out", str(out)]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done = list(out.glob("trials/*/result.json"))
+        if len(done) >= 3:
+            break
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    finished_before = {p.parent.name: p.read_text() for p in out.glob("trials/*/result.json")}
+    assert 3 <= len(finished_before) < 8
+    assert not (out / "results.json").exists()
+    subprocess.run(argv, cwd=ROOT, check=True, capture_output=True, timeout=120)
+    results = json.loads((out / "results.json").read_text())
+    assert results["per_task"] == {f"t{i}": 1.0 for i in range(8)}
+    for name, text in finished_before.items():  # finished trials were not run again
+        assert (out / "trials" / name / "result.json").read_text() == text
+    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    finished = [e["trial_id"] for e in events if e["event"] == "trial_finished"]
+    assert sorted(finished) == [f"t{i}" for i in range(8)]  # each exactly once
+    assert not list(out.rglob("*.tmp"))

@@ -1,0 +1,290 @@
+"""`docker`: one container per trial, commands run through `docker exec`; the container is always removed."""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any
+
+import docker
+import docker.errors
+from docker.types import Ulimit
+
+from unscaffold.errors import SandboxUnavailable
+from unscaffold.minimal_harness.sandbox.base import ExecResult, SandboxConfig
+from unscaffold.minimal_harness.sandbox.local import sandbox_env
+from unscaffold.minimal_harness.sandbox.output import OutputCollector
+from unscaffold.minimal_harness.sandbox.process import TIMEOUT_EXIT_CODE, timeout_note
+
+LABELS = {"unscaffold": "1"}
+# PATH inside the image: the host's virtualenv does not exist there.
+IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+UNREACHABLE_HINT = "start the Docker engine (or fix DOCKER_HOST), or pass `--sandbox local`"
+# If the in-container watchdog fails (a process escaped the group and holds the output open),
+# the host stops reading this long after the deadline.
+BACKSTOP_GRACE_S = 10.0
+
+# Runs inside the container: $1 = deadline in seconds, $2 = the command.
+# The command gets its own session (so its own process group); a watchdog kills that group at the
+# deadline; whatever the command left running in its group is killed when it returns. Exit 124 means
+# the watchdog fired. SIGXFSZ is ignored (inherited) so a write past the size limit fails with EFBIG.
+EXEC_WRAPPER = """trap '' XFSZ
+setsid bash -c "$2" & pid=$!
+(
+  trap 'kill "$s" 2>/dev/null; exit 0' TERM
+  sleep "$1" & s=$!
+  wait "$s"
+  kill -KILL -- "-$pid" 2>/dev/null
+  exit 3
+) & dog=$!
+wait "$pid" 2>/dev/null; rc=$?
+kill -KILL -- "-$pid" 2>/dev/null
+kill -TERM "$dog" 2>/dev/null
+wait "$dog"; [ $? -eq 3 ] && exit 124
+exit "$rc"
+"""
+
+
+def container_kwargs(config: SandboxConfig) -> dict[str, Any]:
+    """The keyword arguments for `client.containers.create`/`run`: pure, so the isolation is testable
+    without an engine. Files are written as the host user so the workspace stays the host's to clean."""
+    workspace = str(Path(config.workspace).resolve())
+    volumes = [f"{workspace}:{config.cwd}:rw"]
+    for m in config.mounts:
+        volumes.append(f"{Path(m.source).resolve()}:{m.target}:{'rw' if m.writable else 'ro'}")
+    env = sandbox_env(config)
+    env["PATH"] = config.env.get("PATH", IMAGE_PATH)
+    limits = config.limits
+    kwargs: dict[str, Any] = {
+        "image": config.image,
+        "command": ["sleep", "infinity"],
+        "detach": True,
+        "init": True,
+        "labels": dict(LABELS),
+        "working_dir": config.cwd,
+        "volumes": volumes,
+        "environment": env,
+        "mem_limit": limits.memory_bytes,
+        "memswap_limit": limits.memory_bytes,
+        "pids_limit": limits.processes,
+        "ulimits": [Ulimit(name="fsize", soft=limits.file_size_bytes, hard=limits.file_size_bytes)],
+        "user": f"{os.getuid()}:{os.getgid()}",
+        "stdin_open": False,
+        "tty": False,
+    }
+    if not config.network:
+        kwargs["network_mode"] = "none"
+    return kwargs
+
+
+def exec_argv(command: str, timeout_s: float) -> list[str]:
+    """The argv given to `docker exec`: the command in its own process group under a deadline."""
+    return ["bash", "-c", EXEC_WRAPPER, "unscaffold-exec", f"{max(timeout_s, 0.001):.3f}", command]
+
+
+# ---- every live container, removed at exit or on SIGTERM/SIGINT even if nobody calls close() ----
+
+log = logging.getLogger(__name__)
+_LIVE: dict[str, DockerSandbox] = {}
+_REGISTRY_LOCK = threading.RLock()  # re-entrant: a signal handler may run while it is held
+_HOOKS_INSTALLED = False
+_PREVIOUS_HANDLERS: dict[int, Any] = {}
+
+
+def cleanup_all() -> None:
+    """Remove every container this process still holds; safe to call more than once."""
+    with _REGISTRY_LOCK:
+        sandboxes = list(_LIVE.values())
+    for sandbox in sandboxes:
+        sandbox.close()
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    cleanup_all()
+    previous = _PREVIOUS_HANDLERS.get(signum, signal.SIG_DFL)
+    if callable(previous):
+        previous(signum, frame)
+    elif previous == signal.SIG_DFL:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+    # SIG_IGN: the process chose to ignore it; the containers are gone anyway.
+
+
+def _install_hooks() -> None:
+    global _HOOKS_INSTALLED
+    if _HOOKS_INSTALLED:
+        return
+    _HOOKS_INSTALLED = True
+    atexit.register(cleanup_all)
+    if threading.current_thread() is not threading.main_thread():
+        return  # signal handlers can only be set from the main thread; atexit still covers normal exits
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        try:
+            _PREVIOUS_HANDLERS[signum] = signal.getsignal(signum)
+            signal.signal(signum, _on_signal)
+        except (ValueError, OSError):
+            pass
+
+
+def _register(sandbox: DockerSandbox, container_id: str) -> None:
+    with _REGISTRY_LOCK:
+        _install_hooks()
+        _LIVE[container_id] = sandbox
+
+
+def _unregister(container_id: str) -> None:
+    with _REGISTRY_LOCK:
+        _LIVE.pop(container_id, None)
+
+
+def live_container_ids() -> list[str]:
+    """Containers created by this process and not yet removed (for tests and diagnostics)."""
+    with _REGISTRY_LOCK:
+        return list(_LIVE)
+
+
+def _one_line(e: BaseException, limit: int = 200) -> str:
+    return " ".join(str(e).split())[:limit] or type(e).__name__
+
+
+def _close_quietly(stream: Any) -> None:
+    """Closing the exec stream is how the host gives up on it; a stream already at its end may object."""
+    close = getattr(stream, "close", None)
+    if close is None:
+        return
+    try:
+        close()
+    except Exception as e:  # the SDK reaches into urllib3 internals that may already be torn down
+        log.debug("closing exec stream: %s", e)
+
+
+def connect() -> docker.DockerClient:
+    """A client for the engine the environment names; a one-line SandboxUnavailable when none answers."""
+    try:
+        client = docker.from_env()
+        client.ping()
+    except Exception as e:  # the SDK raises DockerException, requests and socket errors alike
+        raise SandboxUnavailable(f"Docker is not reachable ({_one_line(e)}): {UNREACHABLE_HINT}") from None
+    return client
+
+
+class DockerSandbox:
+    """One container per trial: started on construction, every command a `docker exec`, removed on close."""
+
+    def __init__(self, config: SandboxConfig, client: docker.DockerClient | None = None) -> None:
+        self.config = config
+        self.client = client if client is not None else connect()
+        net = "network on" if config.network else "no network"
+        self.isolation = (
+            f"docker container from image {config.image}: writable workspace at {config.cwd}, own pids, {net}"
+        )
+        self.container: Any = None
+        self._closed = False
+        self._close_lock = threading.RLock()
+        Path(config.workspace).mkdir(parents=True, exist_ok=True)
+        kwargs = container_kwargs(config)
+        try:
+            self.container = self._create(kwargs)
+            _register(self, self.container.id)
+            self.container.start()
+        except BaseException as e:
+            self.close()
+            if isinstance(e, docker.errors.DockerException):
+                raise SandboxUnavailable(f"cannot start a container from {config.image}: {_one_line(e)}") from None
+            raise
+
+    def _create(self, kwargs: dict[str, Any]) -> Any:
+        """Create (not run): a start failure then leaves us the object to remove."""
+        try:
+            return self.client.containers.create(**kwargs)
+        except docker.errors.ImageNotFound:
+            self.client.images.pull(kwargs["image"])
+            return self.client.containers.create(**kwargs)
+
+    def execute(self, command: str, timeout_s: float | None = None) -> ExecResult:
+        """Run one command; output streams into a bounded collector, stdout and stderr merged."""
+        if self._closed or self.container is None:
+            raise SandboxUnavailable("the docker sandbox is closed")
+        timeout = timeout_s or self.config.timeout_s
+        api = self.client.api
+        start = time.monotonic()
+        try:
+            argv = exec_argv(command, timeout)
+            exec_id = api.exec_create(self.container.id, argv, stdout=True, stderr=True, workdir=self.config.cwd)["Id"]
+            stream = api.exec_start(exec_id, stream=True, demux=False)
+        except docker.errors.DockerException as e:
+            raise SandboxUnavailable(f"docker exec failed: {_one_line(e)}") from None
+        collector = OutputCollector()
+        cancelled = threading.Event()
+
+        def backstop() -> None:
+            cancelled.set()
+            _close_quietly(stream)
+
+        timer = threading.Timer(timeout + BACKSTOP_GRACE_S, backstop)
+        timer.daemon = True
+        timer.start()
+        try:
+            for chunk in stream:
+                if chunk:
+                    collector.feed(chunk)
+        except (OSError, docker.errors.DockerException) as e:
+            if not cancelled.is_set():
+                raise SandboxUnavailable(f"docker exec output broke off: {_one_line(e)}") from None
+        finally:
+            timer.cancel()
+            _close_quietly(stream)
+        duration = time.monotonic() - start
+        code = TIMEOUT_EXIT_CODE
+        if not cancelled.is_set():
+            try:
+                info = api.exec_inspect(exec_id)
+            except docker.errors.DockerException as e:
+                raise SandboxUnavailable(f"docker exec failed: {_one_line(e)}") from None
+            code = info.get("ExitCode")
+            code = TIMEOUT_EXIT_CODE if code is None else int(code)
+        # The wrapper exits 124 only when its watchdog fired, which cannot happen before the deadline.
+        timed_out = cancelled.is_set() or (code == TIMEOUT_EXIT_CODE and duration >= timeout)
+        output = collector.text()
+        if timed_out:
+            note = timeout_note(timeout)
+            output = f"{output}\n{note}" if output else note
+        return ExecResult(
+            output=output,
+            exit_code=code,
+            timed_out=timed_out,
+            elided_chars=collector.elided_chars,
+            duration_s=duration,
+        )
+
+    def close(self) -> None:
+        """Remove the container (force): idempotent, and safe to call from a signal handler or atexit."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+            container = self.container
+        if container is None:
+            return
+        try:
+            container.remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        except Exception as e:  # best effort; the label lets `docker ps -a --filter label=unscaffold` find it
+            log.warning("could not remove container %s: %s", getattr(container, "id", "?"), e)
+        finally:
+            _unregister(container.id)
+
+    def __enter__(self) -> DockerSandbox:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
