@@ -93,8 +93,7 @@ def test_parse_xml_several_parameters_untyped_and_typed() -> None:
 
 def test_parse_string_parameter_that_looks_like_json_stays_a_string() -> None:
     text = (
-        "<tool_call>\n<function=execute>\n<parameter=command>\ntrue\n</parameter>\n</function>\n"
-        "</tool_call>"
+        "<tool_call>\n<function=execute>\n<parameter=command>\ntrue\n</parameter>\n</function>\n</tool_call>"
     )
     assert parse_completion(text, tools=TOOLS).tool_calls == [execute("true")]
 

@@ -39,11 +39,30 @@ def test_writing_outside_the_workspace_fails(box, tmp_path: Path) -> None:
     assert not Path("/etc/unscaffold-pwned").exists()
 
 
-def test_tmp_is_private(box) -> None:
+def test_tmp_is_private_to_the_trial(box, tmp_path: Path) -> None:
     marker = f"/tmp/unscaffold-private-{os.getpid()}"
     box.execute(f"echo secret > {marker}")
     assert not Path(marker).exists()
-    assert box.execute(f"cat {marker}").exit_code != 0  # a fresh /tmp for every command
+    assert box.execute(f"cat {marker}").output == "secret\n"  # one /tmp for the trial
+    other = open_sandbox(SandboxConfig(kind="local", workspace=tmp_path / "other"))
+    try:
+        assert other.execute(f"cat {marker}").exit_code == 1  # not shared with another trial
+    finally:
+        other.close()
+
+
+def test_a_command_that_kills_the_shell_server_only_ends_itself(box) -> None:
+    r = box.execute("kill -9 $PPID; sleep 5")
+    assert r.exit_code == 137
+    assert r.output == "[the sandbox shell died during the command]"
+    assert box.execute("echo back").output == "back\n"
+
+
+def test_setsid_escape_is_killed_too(box) -> None:
+    tag = f"unscaffold-setsid-{os.getpid()}-{time.time_ns()}"
+    box.execute(f"setsid bash -c 'exec -a {tag} sleep 1000' > /dev/null 2>&1 & echo ok")
+    time.sleep(0.2)
+    assert tag not in _host_processes()
 
 
 def test_cwd_and_environment_do_not_persist(box) -> None:
@@ -113,7 +132,7 @@ def test_rlimits_cap_file_size(tmp_path: Path) -> None:
     config.limits.file_size_bytes = 1024 * 1024
     sandbox = open_sandbox(config)
     r = sandbox.execute("head -c 2000000 /dev/zero > big.bin; echo rc=$?; stat -c %s big.bin")
-    assert "File too large" in r.output
+    assert "File size limit exceeded" in r.output
     assert r.output.strip().endswith("1048576")
 
 

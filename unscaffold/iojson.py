@@ -15,28 +15,31 @@ from unscaffold.errors import InputError
 M = TypeVar("M", bound=BaseModel)
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write through a temporary file in the same folder, then rename: readers never see half a file."""
+def write_text_atomic(path: Path, text: str, durable: bool = True) -> None:
+    """Write through a temporary file in the same folder, then rename: readers never see half a file.
+
+    `durable=False` skips the fsync: still atomic if the process dies, not if the machine loses power."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: Any, durable: bool = True) -> None:
     if isinstance(data, BaseModel):
         text = data.model_dump_json(indent=2, exclude_none=True)
     else:
         text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
-    write_text_atomic(path, text + "\n")
+    write_text_atomic(path, text + "\n", durable=durable)
 
 
 def append_jsonl(path: Path, record: Any) -> None:

@@ -51,7 +51,8 @@ class Trajectory(BaseModel):
     wall_s: float = 0.0
 
     def save(self, path: Path) -> None:
-        write_json_atomic(path, self)
+        """Called after every step: atomic, without fsync (result.json, written last, is durable)."""
+        write_json_atomic(path, self, durable=False)
 
     @classmethod
     def load(cls, path: Path) -> Trajectory:

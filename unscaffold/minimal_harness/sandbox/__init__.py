@@ -1,6 +1,23 @@
-"""Where commands run: `local` (bubblewrap), `docker` (one container per trial), `none` (explicit opt-in)."""
+"""Where commands run: `local` (bubblewrap), `docker` (one container per trial), `none` (explicit opt-in).
 
-from unscaffold.minimal_harness.sandbox.base import ExecResult, Mount, Sandbox, SandboxConfig
-from unscaffold.minimal_harness.sandbox.factory import open_sandbox
+Names load lazily: the shell server that runs inside the sandbox imports this package and must stay light."""
+
+from __future__ import annotations
 
 __all__ = ["ExecResult", "Mount", "Sandbox", "SandboxConfig", "open_sandbox"]
+
+
+def __getattr__(name: str) -> object:
+    if name == "open_sandbox":
+        from unscaffold.minimal_harness.sandbox.factory import open_sandbox
+
+        return open_sandbox
+    if name in ("Mount", "Sandbox", "SandboxConfig"):
+        from unscaffold.minimal_harness.sandbox import base
+
+        return getattr(base, name)
+    if name == "ExecResult":
+        from unscaffold.minimal_harness.sandbox.result import ExecResult
+
+        return ExecResult
+    raise AttributeError(name)

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import resource
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
+
+from unscaffold.minimal_harness.sandbox.result import ExecResult
+
+__all__ = ["ExecResult", "Limits", "Mount", "Sandbox", "SandboxConfig", "SandboxKind"]
 
 SandboxKind = Literal["local", "docker", "none"]
 
@@ -23,6 +29,17 @@ class Limits(BaseModel):
     processes: int = 1024
     file_size_bytes: int = 2 * 1024**3
 
+    def preexec(self) -> Callable[[], None]:
+        """A function for Popen's preexec_fn that applies these limits in the child."""
+        memory, processes, file_size = self.memory_bytes, self.processes, self.file_size_bytes
+
+        def apply() -> None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+            resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+            resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
+
+        return apply
+
 
 class SandboxConfig(BaseModel):
     kind: SandboxKind = "local"
@@ -38,18 +55,6 @@ class SandboxConfig(BaseModel):
     @property
     def cwd(self) -> str:
         return self.workdir or str(self.workspace)
-
-
-class ExecResult(BaseModel):
-    output: str
-    exit_code: int
-    timed_out: bool = False
-    elided_chars: int = 0
-    duration_s: float = 0.0
-
-    def observation(self) -> str:
-        """The text the student sees: output, then the exit code."""
-        return f"{self.output}\n[exit_code={self.exit_code}]"
 
 
 class Sandbox(Protocol):

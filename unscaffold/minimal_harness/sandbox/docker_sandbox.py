@@ -40,6 +40,7 @@ setsid bash -c "$2" & pid=$!
   trap 'kill "$s" 2>/dev/null; exit 0' TERM
   sleep "$1" & s=$!
   wait "$s"
+  trap '' TERM
   kill -KILL -- "-$pid" 2>/dev/null
   exit 3
 ) & dog=$!
@@ -110,7 +111,7 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     previous = _PREVIOUS_HANDLERS.get(signum, signal.SIG_DFL)
     if callable(previous):
         previous(signum, frame)
-    elif previous == signal.SIG_DFL:
+    elif previous is None or previous == signal.SIG_DFL:  # None: a handler not set from Python
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
     # SIG_IGN: the process chose to ignore it; the containers are gone anyway.

@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+import json
 import os
+import select
 import shutil
+import signal
+import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
+import unscaffold
 from unscaffold.errors import SandboxUnavailable
+from unscaffold.minimal_harness.sandbox import shell_server
 from unscaffold.minimal_harness.sandbox.base import ExecResult, SandboxConfig
-from unscaffold.minimal_harness.sandbox.process import run_argv
+from unscaffold.minimal_harness.sandbox.process import TIMEOUT_EXIT_CODE, timeout_note
 
 INSTALL_HINT = (
     "bubblewrap (bwrap) is not installed: install it with `apt-get install -y bubblewrap` "
     "(or your distribution's package), or pass `--sandbox none` to run without isolation"
 )
+_PACKAGE_ROOT = str(Path(unscaffold.__file__).resolve().parent.parent)
+_GRACE_S = 10.0  # beyond the command's own timeout, for the server to answer
 # Top-level entries that get their own fresh mounts instead of the host's.
 _PRIVATE = {"proc", "dev", "tmp", "sys", "run", "var", "lost+found"}
 
@@ -63,7 +73,7 @@ def bwrap_argv(config: SandboxConfig, command: str, bwrap: str = "bwrap") -> lis
 
 
 class LocalSandbox:
-    isolation = "bubblewrap: read-only root, private /tmp, own pid namespace"
+    """One bubblewrap sandbox per trial, serving a fresh `bash -c` per command (see shell_server)."""
 
     def __init__(self, config: SandboxConfig) -> None:
         bwrap = shutil.which("bwrap")
@@ -73,10 +83,90 @@ class LocalSandbox:
         Path(config.workspace).mkdir(parents=True, exist_ok=True)
         net = "network on" if config.network else "no network"
         self.isolation = f"bubblewrap: read-only root, writable workspace, private /tmp, own pids, {net}"
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._buffer = bytearray()
+        self._lock = threading.Lock()
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        server = [sys.executable, "-I", "-S", str(Path(shell_server.__file__)), _PACKAGE_ROOT, self.config.cwd]
+        argv = bwrap_argv(self.config, "", self.bwrap)[:-3] + server  # replace `bash -c CMD`
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=self.config.limits.preexec(),
+        )
+        self._buffer.clear()
+        return proc
 
     def execute(self, command: str, timeout_s: float | None = None) -> ExecResult:
-        argv = bwrap_argv(self.config, command, self.bwrap)
-        return run_argv(argv, timeout_s=timeout_s or self.config.timeout_s, limits=self.config.limits)
+        timeout = timeout_s or self.config.timeout_s
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._proc = self._start()
+            proc = self._proc
+            t0 = time.monotonic()
+            try:
+                assert proc.stdin is not None
+                proc.stdin.write(json.dumps({"command": command, "timeout_s": timeout}).encode() + b"\n")
+                proc.stdin.flush()
+                line = self._read_line(proc, deadline=t0 + timeout + _GRACE_S)
+            except (BrokenPipeError, OSError):
+                line = None
+            if line is None:  # the server died or hung: start over next time, report what happened
+                self._stop()
+                died = proc.poll() is not None
+                note = "[the sandbox shell died during the command]" if died else timeout_note(timeout)
+                return ExecResult(output=note, exit_code=TIMEOUT_EXIT_CODE if not died else 137,
+                                  timed_out=not died, duration_s=time.monotonic() - t0)
+            try:
+                return ExecResult.from_json(line)
+            except (ValueError, KeyError, TypeError):
+                self._stop()
+                return ExecResult(output="[the sandbox shell sent an unreadable answer]", exit_code=137,
+                                  duration_s=time.monotonic() - t0)
+
+    def _read_line(self, proc: subprocess.Popen[bytes], deadline: float) -> bytes | None:
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if not ready:
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, _, rest = bytes(self._buffer).partition(b"\n")
+        self._buffer[:] = rest
+        return line
+
+    def _stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout):
+            if stream:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
 
     def close(self) -> None:
-        """Nothing outlives a command: each call's pid namespace dies with it."""
+        """Ends the trial's sandbox; its pid namespace, and everything in it, goes with it."""
+        with self._lock:
+            self._stop()
+
+    def __del__(self) -> None:
+        if getattr(self, "_proc", None) is not None:
+            self._stop()

@@ -28,7 +28,7 @@ class UnisolatedSandbox:
             timeout_s=timeout_s or self.config.timeout_s,
             cwd=str(self.config.workspace),
             env=env,
-            limits=self.config.limits,
+            preexec=self.config.limits.preexec(),
         )
 
     def close(self) -> None:

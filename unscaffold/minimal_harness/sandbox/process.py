@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import resource
 import selectors
 import signal
 import subprocess
 import time
 from collections.abc import Callable
 
-from unscaffold.minimal_harness.sandbox.base import ExecResult, Limits
+from unscaffold.minimal_harness.sandbox.result import ExecResult
 from unscaffold.minimal_harness.sandbox.output import OutputCollector
 
 TIMEOUT_EXIT_CODE = 124
@@ -20,17 +19,6 @@ _DRAIN_S = 2.0
 def timeout_note(timeout_s: float) -> str:
     """The line appended to a timed-out command's output; shared so every backend says the same."""
     return f"[command timed out after {timeout_s:g} s; its process group was killed]"
-
-
-def rlimit_setter(limits: Limits) -> Callable[[], None]:
-    def apply() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-        resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size_bytes, limits.file_size_bytes))
-        # A write past the size limit should fail with EFBIG, not kill the shell.
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-
-    return apply
 
 
 def _kill_group(pgid: int) -> None:
@@ -46,7 +34,7 @@ def run_argv(
     timeout_s: float,
     cwd: str | None = None,
     env: dict[str, str] | None = None,
-    limits: Limits | None = None,
+    preexec: Callable[[], None] | None = None,
 ) -> ExecResult:
     """Stream merged stdout/stderr into a bounded collector until exit or the deadline."""
     start = time.monotonic()
@@ -58,7 +46,7 @@ def run_argv(
         cwd=cwd,
         env=env,
         start_new_session=True,
-        preexec_fn=rlimit_setter(limits) if limits else None,
+        preexec_fn=preexec,
     )
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
@@ -90,14 +78,12 @@ def run_argv(
             except BlockingIOError:
                 continue
             if not chunk:
-                if drain_deadline is not None or proc.poll() is not None:
-                    break
-                sel.unregister(fd)
-                # Pipe closed but the process lives on: just wait for it or the deadline.
-                while proc.poll() is None and time.monotonic() < deadline:
-                    time.sleep(0.01)
-                if proc.poll() is None:
-                    timed_out = True
+                if drain_deadline is None:
+                    # Pipe closed: the process is exiting, or lives on without output until the deadline.
+                    try:
+                        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+                    except subprocess.TimeoutExpired:
+                        timed_out = True
                 _kill_group(proc.pid)
                 break
             collector.feed(chunk)

@@ -1,0 +1,46 @@
+"""The outcome of one command. A plain class: the in-sandbox shell server imports it cheaply."""
+
+from __future__ import annotations
+
+import json
+
+FIELDS = ("output", "exit_code", "timed_out", "elided_chars", "duration_s")
+
+
+class ExecResult:
+    __slots__ = FIELDS
+
+    def __init__(
+        self, output: str, exit_code: int, timed_out: bool = False, elided_chars: int = 0, duration_s: float = 0.0
+    ) -> None:
+        self.output, self.exit_code, self.timed_out = output, exit_code, timed_out
+        self.elided_chars, self.duration_s = elided_chars, duration_s
+
+    def observation(self) -> str:
+        """The text the student sees: output, then the exit code."""
+        return f"{self.output}\n[exit_code={self.exit_code}]"
+
+    def to_dict(self) -> dict[str, object]:
+        return {name: getattr(self, name) for name in FIELDS}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> ExecResult:
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("expected a JSON object")
+        return cls(
+            output=str(data["output"]),
+            exit_code=int(data["exit_code"]),
+            timed_out=bool(data.get("timed_out", False)),
+            elided_chars=int(data.get("elided_chars", 0)),
+            duration_s=float(data.get("duration_s", 0.0)),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ExecResult) and self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        return f"ExecResult({', '.join(f'{k}={v!r}' for k, v in self.to_dict().items())})"
