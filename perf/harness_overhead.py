@@ -36,21 +36,27 @@ def median_ms(fn, n: int) -> float:
     return statistics.median(samples) * 1000
 
 
-def step_overhead(work: Path, steps: int, kind: str) -> dict[str, float]:
+def step_overhead(work: Path, episodes: int, kind: str, turns: int = 40) -> dict[str, float]:
+    """Per-step time over whole episodes of `turns` steps, so the transcript grows as in a real trial."""
     replay = work / "steps.json"
-    entries = [{"tool_call": {"name": "execute", "arguments": {"command": "true"}}}] * (steps + 5)
+    entries = [{"tool_call": {"name": "execute", "arguments": {"command": "true"}}}] * turns
     replay.write_text(json.dumps({"*": entries}))
+    provider = load_provider(f"replay:{replay}")
     sandbox = open_sandbox(SandboxConfig(kind=kind, workspace=work / "ws"))
-    model = load_provider(f"replay:{replay}").for_trial("perf")
-    traj = Trajectory(trial_id="perf", task_id="perf", suite="perf", student="replay", tools=[])
-    agent = Agent(model, sandbox, traj, config=AgentConfig(max_turns=steps + 5), save_path=work / "trajectory.json")
-    # The loop's set-up is not what we time: build the transcript as run() does, then time step().
-    traj.tools = [EXECUTE_TOOL]
-    traj.messages = [Message(role="system", content=system_prompt()), Message(role="user", content="perf")]
-    agent.step()  # warm: starts the sandbox
-    bare = median_ms(lambda: subprocess.run(["bash", "-c", "true"]), steps)
-    harness = median_ms(agent.step, steps)
+    sandbox.execute("true")  # start-up is a per-trial cost, not a per-step one
+    samples: list[float] = []
+    for episode in range(episodes):
+        traj = Trajectory(trial_id=f"e{episode}", task_id="perf", suite="perf", student="replay", tools=[EXECUTE_TOOL])
+        traj.messages = [Message(role="system", content=system_prompt()), Message(role="user", content="perf")]
+        agent = Agent(provider.for_trial("perf"), sandbox, traj, config=AgentConfig(max_turns=turns),
+                      save_path=work / "trajectory.json")
+        for _ in range(turns):
+            t = time.perf_counter()
+            agent.step()
+            samples.append(time.perf_counter() - t)
     sandbox.close()
+    bare = median_ms(lambda: subprocess.run(["bash", "-c", "true"]), len(samples))
+    harness = statistics.median(samples) * 1000
     return {"bare_ms": round(bare, 3), "step_ms": round(harness, 3), "ratio": round(harness / bare, 3)}
 
 
@@ -82,7 +88,7 @@ def throughput(work: Path, trials: int, concurrency: int, latency: float, kind: 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--episodes", type=int, default=5, help="40-step episodes timed step by step")
     parser.add_argument("--trials", type=int, default=32)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--sandbox", default="local", choices=["local", "none"])
@@ -90,7 +96,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="unscaffold-perf-") as tmp:
         work = Path(tmp)
-        overhead = step_overhead(work, args.steps, args.sandbox)
+        overhead = step_overhead(work, args.episodes, args.sandbox)
         one = throughput(work, args.trials, 1, args.latency, args.sandbox)
         sixteen = throughput(work, args.trials, 16, args.latency, args.sandbox)
     report = {

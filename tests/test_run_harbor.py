@@ -52,13 +52,13 @@ def test_oracle_scores_100(tmp_path: Path) -> None:
     assert summary.per_task == {k: 1.0 for k in EXPECTED}
 
 
-def test_tests_are_hidden_from_the_student_and_missing_reward_scores_zero(tmp_path: Path, write_replay) -> None:
-    spec = write_replay({"hello-file": [call("ls /tests /solution 2>&1; rm -f /logs/verifier/*"), final("x")]})
+def test_tests_and_solution_are_hidden_from_the_student(tmp_path: Path, write_replay) -> None:
+    spec = write_replay({"hello-file": [call("ls -A /tests | wc -l; ls /solution 2>&1; touch /tests/x"), final("x")]})
     summary = run(RunConfig(suite="harbor", data=HARBOR_EXAMPLES, student=spec, out=tmp_path, task_ids=["hello-file"]))
     traj = json.loads((tmp_path / "trials" / "hello-file" / "trajectory.json").read_text())
     observation = traj["messages"][3]["content"]
-    assert "ls: cannot access '/tests': No such file or directory" in observation
-    assert "ls: cannot access '/solution': No such file or directory" in observation
+    assert observation.startswith("0\nls: cannot access '/solution': No such file or directory\n")
+    assert "touch: cannot touch '/tests/x': Read-only file system" in observation
     assert summary.per_task == {"hello-file": 0.0}
 
 

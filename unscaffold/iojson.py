@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import threading
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,19 +18,24 @@ M = TypeVar("M", bound=BaseModel)
 def write_text_atomic(path: Path, text: str, durable: bool = True) -> None:
     """Write through a temporary file in the same folder, then rename: readers never see half a file.
 
-    `durable=False` skips the fsync: still atomic if the process dies, not if the machine loses power."""
+    `durable=False` skips the fsync: still atomic if the process dies, not if the machine loses power.
+    The temporary name is unique per process and thread, so concurrent writers never share one."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f = open(tmp, "w", encoding="utf-8")
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        f = open(tmp, "w", encoding="utf-8")
+    try:
+        with f:
             f.write(text)
             if durable:
                 f.flush()
                 os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from unscaffold.minimal_harness.sandbox.base import SandboxConfig, SandboxKind
+from unscaffold.minimal_harness.sandbox.base import Sandbox, SandboxConfig, SandboxKind
 from unscaffold.minimal_harness.trajectory import Trajectory
 
 
@@ -49,8 +49,9 @@ class Suite(ABC):
         """Commands that carry out the reference solution through `execute`."""
 
     @abstractmethod
-    def score(self, task: Task, trial_dir: Path, config: SandboxConfig, trajectory: Trajectory) -> Score:
-        """Reward in [0, 1]. Never raises on a bad output: a missing or corrupt one scores 0 with a reason."""
+    def score(self, task: Task, trial_dir: Path, sandbox: Sandbox, trajectory: Trajectory) -> Score:
+        """Reward in [0, 1], once the student is done; `sandbox` is the trial's, still open (Harbor
+        verifiers run in it). Never raises on a bad output: a missing or corrupt one scores 0 with a reason."""
 
     def metrics(self, tasks: list[Task], rewards: dict[str, float]) -> dict[str, float]:
         """Suite metrics beyond pass@1 (e.g. SGC over scenarios)."""

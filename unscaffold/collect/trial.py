@@ -41,9 +41,9 @@ def run_trial(
             agent = Agent(provider.for_trial(task.id), sandbox, traj, config=agent_config,
                           save_path=trial_dir / TRAJECTORY)
             agent.run(task.instruction)
+            score = suite.score(task, trial_dir, sandbox, traj)
         finally:
             sandbox.close()
-        score = suite.score(task, trial_dir, sandbox_config, traj)
     except Exception as e:  # a bug or infrastructure failure in one trial must not lose the others
         traj.exit_status = "error"
         traj.exception = f"{type(e).__name__}: {e}"

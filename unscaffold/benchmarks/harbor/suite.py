@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import shutil
 from pathlib import Path
 
@@ -10,11 +11,11 @@ from unscaffold.benchmarks.harbor.reward import read_reward
 from unscaffold.benchmarks.harbor.task_folder import HarborTask, find_tasks
 from unscaffold.errors import InputError
 from unscaffold.iojson import write_text_atomic
-from unscaffold.minimal_harness.sandbox import Mount, SandboxConfig, open_sandbox
-from unscaffold.minimal_harness.sandbox.base import SandboxKind
+from unscaffold.minimal_harness.sandbox.base import Mount, Sandbox, SandboxConfig, SandboxKind
 from unscaffold.minimal_harness.trajectory import Trajectory
 
 VERIFIER_COMMAND = "bash /tests/test.sh"
+TESTS = "tests"  # in the trial folder: filled with the task's tests just before they run
 
 
 class HarborSuite(Suite):
@@ -57,9 +58,11 @@ class HarborSuite(Suite):
         workspace.mkdir(parents=True, exist_ok=True)
         (trial_dir / "logs" / "verifier").mkdir(parents=True, exist_ok=True)
         (trial_dir / "logs" / "agent").mkdir(parents=True, exist_ok=True)
+        (trial_dir / TESTS).mkdir(exist_ok=True)
         mounts = [
             Mount(source=trial_dir / "logs" / "verifier", target="/logs/verifier", writable=True),
             Mount(source=trial_dir / "logs" / "agent", target="/logs/agent", writable=True),
+            Mount(source=trial_dir / TESTS, target="/tests"),  # empty until the verifier runs
         ]
         if oracle and ht.solution:
             mounts.append(Mount(source=ht.solution.parent, target="/solution"))
@@ -75,23 +78,15 @@ class HarborSuite(Suite):
             raise InputError(str(solve), None, "file not found (needed by --student oracle)")
         return ["bash /solution/solve.sh"]
 
-    def score(self, task: Task, trial_dir: Path, config: SandboxConfig, trajectory: Trajectory) -> Score:
-        """Run the task's own tests in the same workspace (tests mounted only now), then read the reward."""
+    def score(self, task: Task, trial_dir: Path, sandbox: Sandbox, trajectory: Trajectory) -> Score:
+        """Copy the tests in only now (their mount point was empty while the student worked), run them
+        in the trial's own sandbox as Harbor does in its container, then read the reward."""
         ht = self.harbor_task(task)
+        shutil.copytree(ht.tests_dir, trial_dir / TESTS, dirs_exist_ok=True)
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in ht.config.verifier.env.items())
+        command = f"env {env} {VERIFIER_COMMAND}" if env else VERIFIER_COMMAND
+        result = sandbox.execute(command, timeout_s=ht.config.verifier.timeout_sec)
         verifier_dir = trial_dir / "logs" / "verifier"
-        tests = [Mount(source=ht.tests_dir, target="/tests")]
-        vconfig = config.model_copy(
-            update={
-                "mounts": [m for m in config.mounts if m.target != "/solution"] + tests,
-                "timeout_s": ht.config.verifier.timeout_sec,
-                "env": {**config.env, **ht.config.verifier.env},
-            }
-        )
-        sandbox = open_sandbox(vconfig)
-        try:
-            result = sandbox.execute(VERIFIER_COMMAND)
-        finally:
-            sandbox.close()
         write_text_atomic(verifier_dir / "test-output.txt", result.observation() + "\n")
         score = read_reward(verifier_dir)
         score.details.update({"verifier_exit_code": result.exit_code, "verifier_timed_out": result.timed_out})

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import os
-import selectors
+import select
 import signal
 import subprocess
 import time
 from collections.abc import Callable
 
-from unscaffold.minimal_harness.sandbox.result import ExecResult
 from unscaffold.minimal_harness.sandbox.output import OutputCollector
+from unscaffold.minimal_harness.sandbox.result import ExecResult
 
 TIMEOUT_EXIT_CODE = 124
-_DRAIN_S = 2.0
+_DRAIN_S = 2.0  # how long a pipe held by escaped processes may stay open after the command
+_POLL_S = 0.05
 
 
 def timeout_note(timeout_s: float) -> str:
@@ -36,7 +37,9 @@ def run_argv(
     env: dict[str, str] | None = None,
     preexec: Callable[[], None] | None = None,
 ) -> ExecResult:
-    """Stream merged stdout/stderr into a bounded collector until exit or the deadline."""
+    """Stream merged stdout/stderr into a bounded collector until exit or the deadline.
+
+    Exit is watched through a pidfd, so a command that returns is noticed at once, not at a poll."""
     start = time.monotonic()
     proc = subprocess.Popen(
         argv,
@@ -49,44 +52,44 @@ def run_argv(
         preexec_fn=preexec,
     )
     assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    os.set_blocking(fd, False)
+    out_fd = proc.stdout.fileno()
+    os.set_blocking(out_fd, False)
+    pid_fd = _pidfd(proc.pid)
     collector = OutputCollector()
-    timed_out = False
+    timed_out = exited = eof = False
     deadline = start + timeout_s
-    drain_deadline: float | None = None
-    with selectors.DefaultSelector() as sel:
-        sel.register(fd, selectors.EVENT_READ)
-        while True:
-            now = time.monotonic()
-            if drain_deadline is None:
-                if proc.poll() is not None:
-                    # Main process is gone: anything it left in its group goes too.
-                    _kill_group(proc.pid)
-                    drain_deadline = now + _DRAIN_S
-                elif now >= deadline:
-                    timed_out = True
-                    _kill_group(proc.pid)
-                    drain_deadline = now + _DRAIN_S
-            elif now >= drain_deadline:
-                break
-            wait = 0.05 if drain_deadline is None else max(0.0, drain_deadline - now)
-            if not sel.select(timeout=min(wait, 0.05)):
-                continue
+    poller = select.poll()
+    poller.register(out_fd, select.POLLIN)
+    if pid_fd is not None:
+        poller.register(pid_fd, select.POLLIN)
+    while not (eof and exited):
+        now = time.monotonic()
+        if not exited and proc.poll() is not None:
+            exited = True
+            _kill_group(proc.pid)  # whatever the command left in its group goes with it
+            deadline = min(deadline, now + _DRAIN_S)  # and what escaped it may not hold the pipe forever
+            if pid_fd is not None:
+                poller.unregister(pid_fd)
+            continue
+        if now >= deadline:
+            timed_out = not exited
+            _kill_group(proc.pid)
+            break
+        wait = deadline - now if pid_fd is not None or exited else min(deadline - now, _POLL_S)
+        for fd, _ in poller.poll(wait * 1000):
+            if fd != out_fd:
+                continue  # the pidfd: exit is picked up at the top of the loop
             try:
-                chunk = os.read(fd, 65536)
+                chunk = os.read(out_fd, 65536)
             except BlockingIOError:
                 continue
-            if not chunk:
-                if drain_deadline is None:
-                    # Pipe closed: the process is exiting, or lives on without output until the deadline.
-                    try:
-                        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-                    except subprocess.TimeoutExpired:
-                        timed_out = True
-                _kill_group(proc.pid)
-                break
-            collector.feed(chunk)
+            if chunk:
+                collector.feed(chunk)
+            else:
+                eof = True
+                poller.unregister(out_fd)
+    if pid_fd is not None:
+        os.close(pid_fd)
     proc.stdout.close()
     try:
         code = proc.wait(timeout=_DRAIN_S)
@@ -94,11 +97,12 @@ def run_argv(
         proc.kill()
         code = proc.wait()
     _kill_group(proc.pid)
-    if code < 0:  # killed by a signal: report it as bash would
+    if timed_out:
+        code = TIMEOUT_EXIT_CODE
+    elif code < 0:  # killed by a signal: report it as bash would
         code = 128 - code
     output = collector.text()
     if timed_out:
-        code = TIMEOUT_EXIT_CODE
         note = timeout_note(timeout_s)
         output = f"{output}\n{note}" if output else note
     return ExecResult(
@@ -108,3 +112,10 @@ def run_argv(
         elided_chars=collector.elided_chars,
         duration_s=time.monotonic() - start,
     )
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None  # old kernel: fall back to polling
