@@ -11,8 +11,9 @@ from pydantic import BaseModel
 from unscaffold.errors import ModelError
 from unscaffold.llm.base import Model
 from unscaffold.llm.types import AssistantResponse, Message
+from unscaffold.minimal_harness.harness import Harness, MinimalHarness
 from unscaffold.minimal_harness.sandbox.base import Sandbox
-from unscaffold.minimal_harness.tool import EXECUTE_TOOL, format_problem, system_prompt
+from unscaffold.minimal_harness.tool import format_problem
 from unscaffold.minimal_harness.trajectory import ExitStatus, StepRecord, Trajectory, now_iso
 
 # Sees the visible transcript and the proposal; returns what will run (the proposal itself to pass).
@@ -49,17 +50,20 @@ class Agent:
         config: AgentConfig | None = None,
         review_hook: ReviewHook = pass_through,
         save_path: Path | None = None,
+        harness: Harness | None = None,
     ) -> None:
         self.model, self.sandbox, self.traj = model, sandbox, trajectory
+        self.harness = harness or MinimalHarness()
         self.config = config or AgentConfig()
         self.review_hook, self.save_path = review_hook, save_path
         self.format_errors_in_row = 0
         self._t0 = time.monotonic()
 
     def run(self, instruction: str) -> Trajectory:
-        self.traj.tools = [EXECUTE_TOOL]
+        self.traj.tools = self.harness.tools()
+        self.traj.harness = self.harness.name
         self.traj.messages = [
-            Message(role="system", content=system_prompt()),
+            Message(role="system", content=self.harness.system_prompt()),
             Message(role="user", content=instruction),
         ]
         self.save()
@@ -103,17 +107,22 @@ class Agent:
         self.traj.messages.append(response.to_message())
         self.traj.steps.append(record)
         if not response.tool_calls:
+            block = self.harness.before_finish(response, self.sandbox, self.traj.messages)
+            if block is not None:  # h* checks may send the student back to work
+                self.traj.messages.append(Message(role="user", content=block))
+                self.save()
+                return
             self.traj.final_answer = response.content or ""
             self.save()
             raise AgentExit("submitted", "final answer given")
-        problem = format_problem(response)
+        problem = format_problem(response, self.harness.tool_names())
         if problem:
             self.on_format_error(response, record, problem)
             return
         self.format_errors_in_row = 0
         call = response.tool_calls[0]
         t = time.monotonic()
-        result = self.sandbox.execute(call.arguments["command"], timeout_s=self.config.command_timeout_s)
+        result = self.harness.run_call(call, self.sandbox, self.config.command_timeout_s, self.traj.messages)
         record.exec_s, record.exit_code, record.timed_out = time.monotonic() - t, result.exit_code, result.timed_out
         observation = Message(role="tool", tool_call_id=call.id, name=call.name, content=result.observation())
         self.traj.messages.append(observation)

@@ -46,6 +46,14 @@ def sandbox_env(config: SandboxConfig) -> dict[str, str]:
     return env
 
 
+def _hidden_runtime_paths() -> list[str]:
+    """The project's package and Python, where the private mounts above would hide them."""
+    candidates = {_PACKAGE_ROOT, sys.prefix, sys.base_prefix, str(Path(sys.executable).resolve().parent.parent)}
+    masked = tuple(f"/{entry}" for entry in _PRIVATE)
+    hidden = sorted(p for p in candidates if Path(p).is_dir() and p.startswith(masked) and p != "/")
+    return [p for p in hidden if not any(p != q and p.startswith(q + "/") for q in hidden)]
+
+
 def bwrap_argv(config: SandboxConfig, command: str, bwrap: str = "bwrap") -> list[str]:
     """Build the bubblewrap command line. The root is a fresh tmpfs with the host's top-level
     folders bound read-only, so the workspace can appear at any path (e.g. Harbor's /app)."""
@@ -62,6 +70,8 @@ def bwrap_argv(config: SandboxConfig, command: str, bwrap: str = "bwrap") -> lis
             argv += ["--ro-bind", path, path]
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run", "--tmpfs", "/var"]
     argv += ["--ro-bind-try", "/var/lib", "/var/lib", "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
+    for path in _hidden_runtime_paths():  # e.g. a checkout under /tmp: python3 must still work inside
+        argv += ["--ro-bind", path, path]
     argv += ["--bind", str(Path(config.workspace).resolve()), config.cwd]
     for m in config.mounts:
         argv += ["--bind" if m.writable else "--ro-bind", str(Path(m.source).resolve()), m.target]

@@ -1,0 +1,201 @@
+"""An h* bank: a folder with `manifest.toml` naming tools, checks, skills and memory files."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from unscaffold.errors import InputError
+from unscaffold.iojson import validation_error
+
+NAME = r"^[a-z][a-z0-9_-]{0,63}$"
+MEMORY_SECTIONS = ("Trigger", "Evidence", "Intervention", "Do not trigger")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolExample(Strict):
+    arguments: dict[str, Any]
+    setup: str | None = Field(None, description="bash run in a fresh workspace before the tool and the recipe")
+
+
+class ToolSpec(Strict):
+    name: str = Field(pattern=NAME)
+    description: str = Field(min_length=1)
+    parameters: dict[str, Any] = Field(description="JSON schema of the arguments (an object)")
+    script: str = Field(description="Python or bash file in the bank; gets the arguments as JSON in argv[1]")
+    examples: list[ToolExample] = Field(min_length=1)
+
+    @field_validator("parameters")
+    @classmethod
+    def _object_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if value.get("type") != "object":
+            raise ValueError("must be a JSON schema with type = 'object'")
+        return value
+
+
+class RepeatedError(Strict):
+    pattern: str = Field(description="regex over tool results; its match is the error signature")
+    count: int = Field(3, ge=2)
+    window: int = Field(10, ge=2)
+
+
+class Remedy(Strict):
+    """What the rules reviewer runs when the check fires: a tool's recipe with these arguments."""
+
+    tool: str
+    arguments: dict[str, str] = Field(default_factory=dict, description="values may use {name} from `extract`")
+    extract: dict[str, str] = Field(default_factory=dict, description="name -> regex with one group over the task")
+    reasoning: str = Field(min_length=1, description="first-person reasoning for the replacement")
+
+
+class TranscriptRule(Strict):
+    """The review-time form of a check: reads only the visible transcript and the proposal.
+
+    Every condition given must hold for the rule to fire. Evidence comes from the student's own
+    assistant messages, never from text it merely read in a tool result."""
+
+    when: Literal["finish", "command", "any"] = "any"
+    command_matches: str | None = None
+    command_lacks: str | None = None
+    require_prior_command: str | None = Field(None, description="fires when no earlier student command matched")
+    last_observation_matches: str | None = None
+    repeated_error: RepeatedError | None = None
+    min_turn: int | None = Field(None, ge=1)
+    instruction: str = Field(min_length=1)
+    remedy: Remedy | None = None
+
+    @field_validator("command_matches", "command_lacks", "require_prior_command", "last_observation_matches")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as e:
+                raise ValueError(f"invalid regular expression: {e}") from None
+        return value
+
+
+class CheckSpec(Strict):
+    name: str = Field(pattern=NAME)
+    description: str = Field(min_length=1)
+    hook: Literal["before_command", "after_command", "before_finish"]
+    script: str = Field(description="run in the sandbox with the context as JSON in argv[1]; exit 1 blocks")
+    transcript_rule: TranscriptRule | None = None
+
+
+class SkillSpec(Strict):
+    name: str = Field(pattern=NAME)
+    path: str
+    summary: str = Field(min_length=1)
+
+
+class MemorySpec(Strict):
+    name: str = Field(pattern=NAME)
+    path: str
+    summary: str = Field(min_length=1)
+
+
+class Manifest(Strict):
+    name: str = Field(pattern=NAME)
+    description: str = ""
+    tools: list[ToolSpec] = Field(default_factory=list)
+    checks: list[CheckSpec] = Field(default_factory=list)
+    skills: list[SkillSpec] = Field(default_factory=list)
+    memory: list[MemorySpec] = Field(default_factory=list)
+
+
+class MemoryRule(BaseModel):
+    name: str
+    trigger: str
+    evidence: str
+    intervention: str
+    do_not_trigger: str
+
+
+class Bank(BaseModel):
+    root: Path
+    manifest: Manifest
+    memory_rules: list[MemoryRule]
+
+    def path(self, relative: str) -> Path:
+        return self.root / relative
+
+    def tool(self, name: str) -> ToolSpec | None:
+        return next((t for t in self.manifest.tools if t.name == name), None)
+
+
+def inside(root: Path, relative: str, source: str, field: str) -> Path:
+    """Resolve a path named by a manifest, refusing one that leaves the bank."""
+    if Path(relative).is_absolute():
+        raise InputError(source, field, f"path {relative!r} must be relative to the bank")
+    resolved = (root / relative).resolve()
+    if not resolved.is_relative_to(root.resolve()):
+        raise InputError(source, field, f"path {relative!r} leaves the bank")
+    if not resolved.is_file():
+        raise InputError(source, field, f"file {relative!r} not found")
+    return resolved
+
+
+def parse_memory(text: str, source: str) -> dict[str, str]:
+    """A memory file holds `Trigger:`, `Evidence:`, `Intervention:` and `Do not trigger:` sections."""
+    pattern = re.compile(r"^\s*(?:[#*-]+\s*)?(" + "|".join(MEMORY_SECTIONS) + r")\s*:?\**\s*:?\s*(.*)$", re.I)
+    sections: dict[str, list[str]] = {}
+    current = None
+    for line in text.splitlines():
+        m = pattern.match(line)
+        if m and m.group(1).lower() in {s.lower() for s in MEMORY_SECTIONS}:
+            current = next(s for s in MEMORY_SECTIONS if s.lower() == m.group(1).lower())
+            sections[current] = [m.group(2)] if m.group(2) else []
+        elif current:
+            sections[current].append(line)
+    out = {}
+    for name in MEMORY_SECTIONS:
+        body = "\n".join(sections.get(name, [])).strip()
+        if not body:
+            raise InputError(source, name, "missing section (memory rules need Trigger, Evidence, Intervention, "
+                             "Do not trigger)")
+        out[name.lower().replace(" ", "_")] = body
+    return out
+
+
+def load_bank(root: Path) -> Bank:
+    root = Path(root)
+    source = str(root / "manifest.toml")
+    try:
+        raw = tomllib.loads((root / "manifest.toml").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(source, None, "file not found (a bank is a folder with manifest.toml)") from None
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(source, None, f"invalid TOML: {e}") from None
+    try:
+        manifest = Manifest.model_validate(raw)
+    except ValidationError as e:
+        raise validation_error(source, e) from None
+    seen: set[str] = set()
+    for kind in ("tools", "checks", "skills", "memory"):
+        for i, item in enumerate(getattr(manifest, kind)):
+            if f"{kind}:{item.name}" in seen:
+                raise InputError(source, f"{kind}.{i}.name", f"duplicate name {item.name!r}")
+            seen.add(f"{kind}:{item.name}")
+    for i, t in enumerate(manifest.tools):
+        inside(root, t.script, source, f"tools.{i}.script")
+    tool_names = {t.name for t in manifest.tools}
+    for i, c in enumerate(manifest.checks):
+        inside(root, c.script, source, f"checks.{i}.script")
+        remedy = c.transcript_rule.remedy if c.transcript_rule else None
+        if remedy and remedy.tool not in tool_names:
+            raise InputError(source, f"checks.{i}.transcript_rule.remedy.tool", f"unknown tool {remedy.tool!r}")
+    for i, s in enumerate(manifest.skills):
+        inside(root, s.path, source, f"skills.{i}.path")
+    rules = []
+    for i, m in enumerate(manifest.memory):
+        path = inside(root, m.path, source, f"memory.{i}.path")
+        rules.append(MemoryRule(name=m.name, **parse_memory(path.read_text(encoding="utf-8"), str(path))))
+    return Bank(root=root.resolve(), manifest=manifest, memory_rules=rules)
