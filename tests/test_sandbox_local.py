@@ -80,9 +80,8 @@ def test_loopback_listener_unreachable_without_network(box) -> None:
     accepted: list[socket.socket] = []
     threading.Thread(target=lambda: accepted.append(server.accept()[0]), daemon=True).start()
     try:
-        r = box.execute(
-            f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('CONNECTED')\""
-        )
+        connect = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('CONNECTED')"
+        r = box.execute(f'python3 -c "{connect}"')
         assert "CONNECTED" not in r.output
         assert r.exit_code == 1
         assert "ConnectionRefusedError" in r.output or "OSError" in r.output

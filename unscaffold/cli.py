@@ -33,6 +33,11 @@ def run(
     trials: Annotated[int, typer.Option(min=1, help="Trials per task.")] = 1,
     concurrency: Annotated[int, typer.Option(min=1, help="Trials at once.")] = 1,
     sandbox: Annotated[str, typer.Option(help="local (bubblewrap), docker, or none (no isolation).")] = "local",
+    harness: Annotated[str, typer.Option(help="minimal, hstar (the suite bank) or a bank folder.")] = "minimal",
+    reviewer: Annotated[str | None, typer.Option(help="Reviewer: a model spec, replay:FILE, rules, cascade:SPEC, "
+                                                 "passthrough. With one, the run is a collection.")] = None,
+    knowledge: Annotated[Path | None, typer.Option(help="K for the reviewer (default: the suite's).")] = None,
+    budget: Annotated[int, typer.Option(min=0, help="REPLACE decisions allowed per trial.")] = 5,
     max_turns: Annotated[int, typer.Option(min=1)] = 40,
     command_timeout: Annotated[float, typer.Option(help="Seconds per command.")] = 60.0,
 ) -> None:
@@ -49,6 +54,7 @@ def run(
             suite=suite, student=student, out=out, data=data, split=split,
             task_ids=[t for t in tasks.split(",") if t] if tasks else None, trials=trials,
             concurrency=concurrency, sandbox=sandbox, max_turns=max_turns, command_timeout_s=command_timeout,
+            harness=harness, reviewer=reviewer, knowledge=knowledge, budget=budget,
         )
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=False) as bar:
@@ -64,17 +70,27 @@ def run(
 
 
 def print_summary(results: dict, out: Path) -> None:
-    table = Table(title=f"{results['suite']} · {results['student']}")
-    table.add_column("task")
-    table.add_column("reward", justify="right")
-    for task_id, reward in results["per_task"].items():
-        table.add_row(task_id, f"{reward:.2f}")
+    """One row per trial (from its result.json), then the run's totals."""
+    from unscaffold.collect.models import TrialResult
+    from unscaffold.iojson import load_model
+
+    table = Table(title=f"{results['suite']} run", caption=f"student {results['student']}")
+    for name, justify in (("trial", "left"), ("reward", "right"), ("turns", "right"), ("replaced", "right"),
+                          ("exit", "left"), ("note", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for path in sorted((out / "trials").glob("*/result.json")):
+        r = load_model(path, TrialResult)
+        note = r.exception or r.reason or ""
+        table.add_row(r.trial_id, f"{r.reward:.2f}", str(r.turns), str(r.replacements), r.exit_status, note[:40])
     Console().print(table)
     extra = "".join(f"  {k}={results[k]:.2f}" for k in ("tgc", "sgc") if k in results)
+    saved = results.get("reviewer_calls_saved")
     Console().print(
-        f"pass@1 {results['pass_at_1']:.2f}%  over {results['n_tasks']} tasks / {results['n_trials']} trials{extra}"
+        f"pass@1 {results['pass_at_1']:.2f}% over {results['n_tasks']} tasks / {results['n_trials']} trials{extra}"
         f"  replacements={results['replacements']}  reviewer_calls={results['reviewer_calls']}"
-        f"  wall={results['wall_time_s']:.1f}s\nresults: {out / 'results.json'}"
+        f"{f'  calls_saved={saved}' if saved else ''}  wall={results['wall_time_s']:.1f}s\n"
+        f"results: {out / 'results.json'}",
+        highlight=False,
     )
 
 
@@ -120,6 +136,41 @@ def export_atif(
     except UnscaffoldError as e:
         fail(e)
     Console().print(f"wrote {len(paths)} ATIF trajectories")
+
+
+@app.command("compile-k")
+def compile_k_command(
+    bank: Annotated[Path, typer.Argument(help="An h* bank folder (with manifest.toml).")],
+    out: Annotated[Path, typer.Option(help="Where to write K (replaced atomically).")],
+    sandbox: Annotated[str, typer.Option(help="Sandbox for the recipe checks: local, docker or none.")] = "local",
+    verify: Annotated[bool, typer.Option(help="Run each tool and its recipe on the tool's examples.")] = True,
+    suite: Annotated[str | None, typer.Option(help="Lint K against this suite's task ids and gold answers.")] = None,
+    data: Annotated[Path | None, typer.Option(help="The suite's data, for the lint.")] = None,
+) -> None:
+    """Compile an h* bank into the reviewer's private reference K."""
+    from unscaffold.benchmarks import load_suite
+    from unscaffold.knowledge.compiler import compile_k, lint_k
+    from unscaffold.knowledge.kfolder import load_k
+
+    try:
+        if sandbox not in ("local", "docker", "none"):
+            raise UnscaffoldError(f"--sandbox: unknown kind {sandbox!r}; use local, docker or none")
+        report = compile_k(bank, out, sandbox=sandbox, verify=verify)
+        if suite:
+            problems = lint_k(load_k(out), load_suite(suite, data).leak_markers())
+            if problems:
+                raise UnscaffoldError(f"{out}: K leaks the suite's answers: {problems[0]}"
+                                      + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+    except UnscaffoldError as e:
+        fail(e)
+    table = Table(title=f"K from {bank}")
+    table.add_column("tool")
+    table.add_column("example", justify="right")
+    table.add_column("recipe = tool")
+    for c in report.recipe_checks:
+        table.add_row(c.tool, str(c.example), "yes" if c.same_output and c.same_files else "NO")
+    Console().print(table)
+    Console().print(f"{report.components} components written to {out}")
 
 
 def main() -> None:

@@ -57,5 +57,17 @@ class Suite(ABC):
         """Suite metrics beyond pass@1 (e.g. SGC over scenarios)."""
         return {}
 
-    def describe(self) -> dict[str, Any]:
-        return {}
+    def leak_markers(self) -> list[str]:
+        """Strings K must never contain: task ids and gold answers (the K lint checks them)."""
+        return sorted({t.id for split in self.splits() for t in self.tasks(split)})
+
+    def splits(self) -> list[str | None]:
+        return [None]
+
+    def bank_path(self) -> Path | None:
+        """The suite's own h* bank (`--harness hstar`), if it ships one."""
+        return None
+
+    def k_path(self) -> Path | None:
+        """The suite's compiled K (the default `--knowledge`), if it ships one."""
+        return None

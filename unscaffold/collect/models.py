@@ -21,14 +21,17 @@ class RunConfig(BaseModel):
     trials: int = Field(1, ge=1)
     concurrency: int = Field(1, ge=1)
     sandbox: SandboxKind = "local"
-    harness: str = "minimal"
+    harness: str = Field("minimal", description="minimal, hstar (the suite's bank) or a bank folder")
+    reviewer: str | None = Field(None, description="reviewer spec; with one the run is a collection")
+    knowledge: Path | None = Field(None, description="K for the reviewer; default the suite's compiled K")
+    budget: int = Field(5, ge=0, description="REPLACE decisions allowed per trial")
     max_turns: int = Field(40, ge=1)
     command_timeout_s: float = Field(60.0, gt=0)
 
     def identity(self) -> dict[str, Any]:
         """The fields that make two invocations the same run (resume only continues the same run)."""
         return self.model_dump(mode="json", include={"suite", "student", "data", "split", "task_ids", "trials",
-                                                     "harness", "max_turns"})
+                                                     "harness", "reviewer", "knowledge", "budget", "max_turns"})
 
 
 class TrialResult(BaseModel):
@@ -44,6 +47,9 @@ class TrialResult(BaseModel):
     format_errors: int = 0
     replacements: int = 0
     reviewer_calls: int = 0
+    reviewer_calls_saved: int = 0
+    invalid_submissions: int = 0
+    review_fallbacks: int = 0
     student_usage: Usage = Field(default_factory=Usage)
     reviewer_usage: Usage = Field(default_factory=Usage)
     isolation: str = ""
@@ -65,8 +71,14 @@ class RunResults(BaseModel):
     pass_at_1: float
     mean_reward: float
     per_task: dict[str, float]
+    reviewer: str | None = None
+    knowledge: str | None = None
+    budget: int | None = None
     reviewer_calls: int = 0
+    reviewer_calls_saved: int = 0
+    invalid_submissions: int = 0
     replacements: int = 0
+    replacements_per_trial: dict[str, int] = Field(default_factory=dict)
     tokens: dict[str, dict[str, int]] = Field(default_factory=dict)
     cost_usd: float = 0.0
     wall_time_s: float = 0.0

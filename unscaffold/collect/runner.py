@@ -11,14 +11,19 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from unscaffold.benchmarks import Suite, Task, load_suite
 from unscaffold.collect.aggregate import aggregate
 from unscaffold.collect.models import RunConfig, RunResults, TrialResult
-from unscaffold.collect.trial import RESULT, run_trial
+from unscaffold.collect.trial import RESULT, TrialContext, run_trial
 from unscaffold.errors import InputError
 from unscaffold.iojson import append_jsonl, load_model, read_json, write_json_atomic
+from unscaffold.knowledge.bank import load_bank
+from unscaffold.knowledge.compiler import lint_k
+from unscaffold.knowledge.hstar import HStarHarness, bank_for_harness
+from unscaffold.knowledge.kfolder import load_k
 from unscaffold.llm.base import ModelProvider
 from unscaffold.llm.oracle import OracleProvider
 from unscaffold.llm.registry import load_provider
 from unscaffold.minimal_harness.sandbox import SandboxConfig, open_sandbox
 from unscaffold.minimal_harness.trajectory import now_iso
+from unscaffold.reviewer.registry import load_reviewer
 
 Progress = Callable[[TrialResult], None]
 
@@ -62,6 +67,26 @@ def check_run_dir(config: RunConfig) -> None:
     write_json_atomic(path, config.model_dump(mode="json"))
 
 
+def trial_context(suite: Suite, config: RunConfig) -> TrialContext:
+    """Load once per run what every trial shares; bad banks, K or reviewer specs fail before any trial."""
+    harness = None
+    if config.harness != "minimal":
+        harness = HStarHarness(load_bank(bank_for_harness(config.harness, suite.bank_path())))
+    k = None
+    reviewers = None
+    if config.reviewer:
+        reviewers = load_reviewer(config.reviewer)
+        knowledge = config.knowledge or suite.k_path()
+        if knowledge is not None:
+            k = load_k(knowledge)
+            problems = lint_k(k, suite.leak_markers())
+            if problems:
+                raise InputError(str(knowledge), None, f"K leaks the suite's answers: {problems[0]}")
+    elif config.knowledge:
+        raise InputError("--knowledge", None, "K is read by the reviewer: pass --reviewer too")
+    return TrialContext(harness=harness, reviewers=reviewers, k=k)
+
+
 def probe_sandbox(config: RunConfig) -> str:
     """Fail the whole run early (one line) when the sandbox cannot start, instead of every trial."""
     if config.sandbox != "local":
@@ -83,6 +108,7 @@ def run(config: RunConfig, progress: Progress | None = None, on_start: Callable[
     config.out.mkdir(parents=True, exist_ok=True)
     check_run_dir(config)
     probe_sandbox(config)
+    context = trial_context(suite, config)
     trials_dir = config.out / "trials"
     plan = [(task, trial_id_for(task.id, k, config.trials)) for task in tasks for k in range(config.trials)]
     pending = [(task, tid) for task, tid in plan if not (trials_dir / tid / RESULT).exists()]
@@ -97,7 +123,7 @@ def run(config: RunConfig, progress: Progress | None = None, on_start: Callable[
             shutil.rmtree(trial_dir)
         trial_dir.mkdir(parents=True)
         append_jsonl(events, {"event": "trial_started", "trial_id": trial_id, "at": now_iso()})
-        result = run_trial(suite, task, trial_id, trial_dir, provider, config)
+        result = run_trial(suite, task, trial_id, trial_dir, provider, config, context)
         append_jsonl(events, {"event": "trial_finished", "trial_id": trial_id, "reward": result.reward,
                               "at": now_iso()})
         return result

@@ -5,24 +5,45 @@ from __future__ import annotations
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 from unscaffold.benchmarks.base import Score, Suite, Task
 from unscaffold.collect.models import RunConfig, TrialResult
 from unscaffold.iojson import write_json_atomic
+from unscaffold.knowledge.hstar import HStarHarness
+from unscaffold.knowledge.kfolder import K
 from unscaffold.llm.base import ModelProvider
-from unscaffold.minimal_harness.agent import Agent, AgentConfig
+from unscaffold.llm.types import Usage
+from unscaffold.minimal_harness.agent import Agent, AgentConfig, pass_through
+from unscaffold.minimal_harness.harness import Harness
 from unscaffold.minimal_harness.sandbox import open_sandbox
 from unscaffold.minimal_harness.trajectory import Trajectory, now_iso
+from unscaffold.reviewer.hook import ReviewHook
 
 RESULT = "result.json"
 TRAJECTORY = "trajectory.json"
 REVIEWS = "reviews.jsonl"  # private: the reviewer's decisions; empty for an evaluation
 
 
+class TrialContext:
+    """What every trial of a run shares: the harness, the reviewer factory and K."""
+
+    def __init__(self, harness: Harness | None = None, reviewers: Any = None, k: K | None = None) -> None:
+        self.harness, self.reviewers, self.k = harness, reviewers, k
+
+
 def run_trial(
-    suite: Suite, task: Task, trial_id: str, trial_dir: Path, provider: ModelProvider, config: RunConfig
+    suite: Suite,
+    task: Task,
+    trial_id: str,
+    trial_dir: Path,
+    provider: ModelProvider,
+    config: RunConfig,
+    context: TrialContext | None = None,
 ) -> TrialResult:
     """Never raises for a task-level failure: a crash is recorded in the result with reward 0."""
+    context = context or TrialContext()
+    hook = None
     started, t0 = now_iso(), time.monotonic()
     traj = Trajectory(trial_id=trial_id, task_id=task.id, suite=suite.name, student=provider.spec, tools=[])
     isolation = ""
@@ -30,6 +51,8 @@ def run_trial(
     try:
         sandbox_config = suite.prepare(task, trial_dir, config.sandbox, oracle=provider.spec == "oracle")
         sandbox_config.timeout_s = config.command_timeout_s
+        if isinstance(context.harness, HStarHarness):
+            sandbox_config.mounts.append(context.harness.mount())
         sandbox = open_sandbox(sandbox_config)
         isolation = sandbox.isolation
         try:
@@ -38,8 +61,12 @@ def run_trial(
                 command_timeout_s=config.command_timeout_s,
                 max_wall_s=task.agent_timeout_s,
             )
+            if context.reviewers is not None:
+                hook = ReviewHook(context.reviewers.for_trial(task.id), context.k, config.budget,
+                                  trial_dir / REVIEWS, trial_id, task.id)
             agent = Agent(provider.for_trial(task.id), sandbox, traj, config=agent_config,
-                          save_path=trial_dir / TRAJECTORY)
+                          save_path=trial_dir / TRAJECTORY, harness=context.harness,
+                          review_hook=hook or pass_through)
             agent.run(task.instruction)
             score = suite.score(task, trial_dir, sandbox, traj)
         finally:
@@ -61,6 +88,11 @@ def run_trial(
         turns=len(traj.steps),
         format_errors=sum(1 for s in traj.steps if s.format_error),
         replacements=sum(1 for s in traj.steps if s.replaced),
+        reviewer_calls=hook.stats.calls if hook else 0,
+        reviewer_calls_saved=hook.stats.saved_calls if hook else 0,
+        invalid_submissions=hook.stats.invalid if hook else 0,
+        review_fallbacks=hook.stats.fallbacks if hook else 0,
+        reviewer_usage=hook.stats.usage if hook else Usage(),
         student_usage=traj.usage,
         isolation=isolation,
         wall_s=time.monotonic() - t0,

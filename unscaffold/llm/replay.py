@@ -40,23 +40,25 @@ class ReplayStudentEntry(BaseModel):
 
 
 class ReplayFile:
-    """A parsed replay file: task id (or "*") -> list of raw entries."""
+    """A parsed replay file: task id (or "*") -> list of raw entries.
+
+    An entry is an object, or (for reviewers) a string: raw text an LLM produced, kept to replay unparsable output."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         data = read_json(self.path)
         if not isinstance(data, dict):
             raise InputError(str(self.path), None, "a replay file is a JSON object: task id -> list of entries")
-        self.entries: dict[str, list[dict[str, Any]]] = {}
+        self.entries: dict[str, list[dict[str, Any] | str]] = {}
         for key, value in data.items():
             if not isinstance(value, list):
                 raise InputError(str(self.path), key, "expected a list of entries")
             for i, entry in enumerate(value):
-                if not isinstance(entry, dict):
-                    raise InputError(str(self.path), f"{key}[{i}]", "expected an object")
+                if not isinstance(entry, dict | str):
+                    raise InputError(str(self.path), f"{key}[{i}]", "expected an object or a string")
             self.entries[key] = value
 
-    def for_task(self, task_id: str) -> list[dict[str, Any]]:
+    def for_task(self, task_id: str) -> list[dict[str, Any] | str]:
         if task_id in self.entries:
             return self.entries[task_id]
         if "*" in self.entries:
@@ -66,6 +68,8 @@ class ReplayFile:
     def validate_student(self) -> None:
         for key, entries in self.entries.items():
             for i, entry in enumerate(entries):
+                if not isinstance(entry, dict):
+                    raise InputError(str(self.path), f"{key}[{i}]", "expected an object")
                 try:
                     ReplayStudentEntry.model_validate(entry)
                 except ValidationError as e:
@@ -80,7 +84,7 @@ class ReplayCursor:
         self._lock = threading.Lock()
         self.position = 0
 
-    def next_entry(self) -> dict[str, Any]:
+    def next_entry(self) -> dict[str, Any] | str:
         entries = self.file.for_task(self.task_id)
         with self._lock:
             if self.position >= len(entries):

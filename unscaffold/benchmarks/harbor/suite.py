@@ -71,6 +71,17 @@ class HarborSuite(Suite):
             config.image = ht.config.environment.docker_image
         return config
 
+    def leak_markers(self) -> list[str]:
+        """Task ids and the distinctive lines of each reference solution."""
+        markers = set(super().leak_markers())
+        for t in self._tasks.values():
+            if t.solution:
+                for line in t.solution.read_text(encoding="utf-8", errors="replace").splitlines():
+                    line = line.strip()
+                    if len(line) >= 16 and not line.startswith("#"):
+                        markers.add(line)
+        return sorted(markers)
+
     def oracle_commands(self, task: Task) -> list[str]:
         ht = self.harbor_task(task)
         if ht.solution is None:
