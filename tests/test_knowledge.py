@@ -223,3 +223,40 @@ def test_student_under_hstar_gets_tools_checks_skills_memory(tmp_path: Path, wri
                        "Continue working; finish again when this is resolved.")
     assert traj.exit_status == "submitted" and traj.harness == "hstar"
     assert (ws / "data.txt").read_text() == "more\n"
+
+
+def _traj_with(commands: list[str], tool: str | None = None) -> Trajectory:
+    messages = [Message(role="user", content="t")]
+    for i, command in enumerate(commands):
+        messages.append(Message(role="assistant", tool_calls=[{"id": str(i), "function": {
+            "name": "execute", "arguments": {"command": command}}}]))
+        messages.append(Message(role="tool", tool_call_id=str(i), content="ok\n[exit_code=0]"))
+    if tool:
+        messages.append(Message(role="assistant", tool_calls=[{"id": "t", "function": {
+            "name": tool, "arguments": {"path": "x"}}}]))
+    return Trajectory(trial_id="t", task_id="t", suite="unit", student="s", tools=[], messages=messages)
+
+
+@pytest.mark.parametrize(
+    "commands,tool,expected",
+    [
+        (["echo 1 > out.txt", "cat out.txt"], None, True),
+        (["echo 1 > out.txt && cat out.txt"], None, True),  # shown after the write, in the same command
+        (["cat out.txt", "echo 1 > out.txt"], None, False),  # shown only before the last write
+        (["echo 1 > out.txt 2>&1"], None, False),
+        (["echo 1 > out.txt"], "show_file", True),  # under h* the tool call is the behaviour
+    ],
+)
+def test_behaviour_detector_after_last_write(commands: list[str], tool: str | None, expected: bool) -> None:
+    from unscaffold.behaviors.detector import detect
+
+    spec = load_bank(BANK).detectors()["check:show_before_finish"]
+    assert detect(spec, _traj_with(commands, tool)) is expected
+
+
+def test_ordered_detector() -> None:
+    from unscaffold.behaviors.detector import DetectorSpec, detect
+
+    spec = DetectorSpec(description="inspect then write", commands=[r"\bhead\b", r">"], ordered=True)
+    assert detect(spec, _traj_with(["head in.csv", "echo x > out"]))
+    assert not detect(spec, _traj_with(["echo x > out", "head in.csv"]))

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from unscaffold.behaviors.detector import DetectorSpec
 from unscaffold.errors import InputError
 from unscaffold.iojson import validation_error
 
@@ -31,6 +32,7 @@ class ToolSpec(Strict):
     parameters: dict[str, Any] = Field(description="JSON schema of the arguments (an object)")
     script: str = Field(description="Python or bash file in the bank; gets the arguments as JSON in argv[1]")
     examples: list[ToolExample] = Field(min_length=1)
+    detector: DetectorSpec | None = None
 
     @field_validator("parameters")
     @classmethod
@@ -88,18 +90,21 @@ class CheckSpec(Strict):
     hook: Literal["before_command", "after_command", "before_finish"]
     script: str = Field(description="run in the sandbox with the context as JSON in argv[1]; exit 1 blocks")
     transcript_rule: TranscriptRule | None = None
+    detector: DetectorSpec | None = None
 
 
 class SkillSpec(Strict):
     name: str = Field(pattern=NAME)
     path: str
     summary: str = Field(min_length=1)
+    detector: DetectorSpec | None = None
 
 
 class MemorySpec(Strict):
     name: str = Field(pattern=NAME)
     path: str
     summary: str = Field(min_length=1)
+    detector: DetectorSpec | None = None
 
 
 class Manifest(Strict):
@@ -129,6 +134,16 @@ class Bank(BaseModel):
 
     def tool(self, name: str) -> ToolSpec | None:
         return next((t for t in self.manifest.tools if t.name == name), None)
+
+    def detectors(self) -> dict[str, DetectorSpec]:
+        """Component id -> its behaviour detector, for the components that declare one."""
+        out = {}
+        for kind, items in (("tool", self.manifest.tools), ("check", self.manifest.checks),
+                            ("skill", self.manifest.skills), ("memory", self.manifest.memory)):
+            for item in items:
+                if item.detector is not None:
+                    out[f"{kind}:{item.name}"] = item.detector
+        return out
 
 
 def inside(root: Path, relative: str, source: str, field: str) -> Path:

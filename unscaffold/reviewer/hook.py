@@ -100,8 +100,9 @@ class ReviewHook:
                 self.stats.fallbacks += 1
                 self._log(line, decision="PASS", reason=f"no valid submission after {tries} tries", fallback=True)
             else:
+                skipped = session.skipped or "no call"
                 self.stats.saved_calls += int(session.saved_call)
-                self._log(line, decision="PASS", reason=f"no review ({session.skipped})", skipped=session.skipped)
+                self._log(line, decision="PASS", reason=f"no review ({skipped})", skipped=skipped)
             return proposal
         if submission.decision == "PASS" or submission.replacement is None:
             self._log(line, decision="PASS", reason=submission.reason, components_used=submission.components_used)

@@ -1,0 +1,1 @@
+"""Deterministic behaviour detectors over trajectories, and (later) the recovery-rate table."""
