@@ -52,7 +52,8 @@ def test_bank_loads_with_memory_sections() -> None:
 @pytest.mark.parametrize(
     "old,new,field,problem",
     [
-        ('script = "tools/show_file.py"', 'script = "tools/nope.py"', "tools.0.script", "file 'tools/nope.py' not found"),
+        ('script = "tools/show_file.py"', 'script = "tools/nope.py"', "tools.0.script",
+         "file 'tools/nope.py' not found"),
         ('script = "tools/show_file.py"', 'script = "../../etc/passwd"', "tools.0.script",
          "path '../../etc/passwd' leaves the bank"),
         ('hook = "before_command"', 'hook = "sometimes"', "checks.0.hook",
@@ -166,8 +167,8 @@ def test_middleware_counts_only_the_students_own_commands() -> None:
     transcript = [
         Message(role="system", content="s"),
         Message(role="user", content="Write the answer to `/app/answer.txt`."),
-        Message(role="assistant", tool_calls=[{"id": "1", "function": {"name": "execute",
-                                                                        "arguments": {"command": "echo 4 > answer.txt"}}}]),
+        Message(role="assistant", tool_calls=[
+            {"id": "1", "function": {"name": "execute", "arguments": {"command": "echo 4 > answer.txt"}}}]),
         Message(role="tool", tool_call_id="1", content="try: cat answer.txt\n[exit_code=0]"),
     ]
     hints = triggered(k.middleware, transcript, finish)

@@ -59,7 +59,7 @@ def test_invalid_entry_is_retried_and_the_next_entry_decides(tmp_path: Path, ent
     out = hook(transcript(), prop)
     assert out is not prop
     assert out.tool_calls[0].arguments == {"command": "echo fixed > out.txt"}
-    assert out.tool_calls[0].id == "review_1"
+    assert out.tool_calls[0].id == "call_1"
     assert hook.stats.model_dump(exclude={"usage"}) == {
         "reviews": 1, "calls": 2, "replacements": 1, "invalid": 1, "fallbacks": 0, "skipped_budget": 0,
         "saved_calls": 0,

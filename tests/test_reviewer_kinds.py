@@ -46,7 +46,7 @@ def test_rules_replaces_an_unchecked_finish_with_the_recipe(tmp_path: Path) -> N
     out = hook(transcript(TASK, "ls output"), prop)
     command = """python3 check.py '{"mode": "strict", "path": "output/answer.xlsx"}'"""
     assert command == k.recipes["answer-check"].command({"path": "output/answer.xlsx", "mode": "strict"})
-    assert out.tool_calls[0].arguments == {"command": command} and out.tool_calls[0].id == "review_2"
+    assert out.tool_calls[0].arguments == {"command": command} and out.tool_calls[0].id == "call_2"
     assert out.reasoning == "Before I finish I will check the answer workbook." and out.content is None
     assert (hook.stats.calls, hook.stats.replacements, hook.stats.reviews) == (0, 1, 1)
     [line] = read_log(tmp_path / "reviews.jsonl")

@@ -173,6 +173,33 @@ def compile_k_command(
     Console().print(f"{report.components} components written to {out}")
 
 
+@app.command("build-sft")
+def build_sft_command(
+    run_dirs: Annotated[list[Path], typer.Argument(help="Run folders (collections) to read.")],
+    out: Annotated[Path, typer.Option(help="DATA.jsonl to write (DATA.report.json goes beside it).")],
+    min_reward: Annotated[float, typer.Option(help="Keep trials with at least this reward.")] = 1.0,
+    keep_all: Annotated[bool, typer.Option("--keep-all", help="Keep every trial whatever its reward.")] = False,
+    canary: Annotated[list[str] | None, typer.Option(help="A string that must never reach a row.")] = None,
+) -> None:
+    """Turn reviewed runs into SFT rows: filter, audit, leak-scrub, mask reviewer-voice reasoning."""
+    from unscaffold.collect.sft_build import build_sft, report_path
+
+    try:
+        report = build_sft(run_dirs, out, min_reward=min_reward, keep_all=keep_all, canaries=canary or [])
+    except UnscaffoldError as e:
+        fail(e)
+    table = Table(title=f"build-sft -> {out}")
+    table.add_column("outcome")
+    table.add_column("trials", justify="right")
+    table.add_row("kept", str(report.kept))
+    for reason, count in report.dropped.items():
+        table.add_row(f"dropped: {reason}", str(count))
+    Console().print(table)
+    Console().print(f"{report.kept}/{report.trials} trials kept, {report.masked_reasoning_turns} reasoning turns "
+                    f"masked, {report.replacements_kept} replacements kept; report: {report_path(out)}",
+                    highlight=False)
+
+
 def main() -> None:
     app()
 

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from unscaffold.benchmarks import Suite, Task, load_suite
 from unscaffold.collect.aggregate import aggregate
 from unscaffold.collect.models import RunConfig, RunResults, TrialResult
+from unscaffold.collect.sft_build import KNOWLEDGE_RECORD
 from unscaffold.collect.trial import RESULT, TrialContext, run_trial
 from unscaffold.errors import InputError
 from unscaffold.iojson import append_jsonl, load_model, read_json, write_json_atomic
@@ -79,6 +80,7 @@ def trial_context(suite: Suite, config: RunConfig) -> TrialContext:
         knowledge = config.knowledge or suite.k_path()
         if knowledge is not None:
             k = load_k(knowledge)
+            write_json_atomic(config.out / KNOWLEDGE_RECORD, {"path": str(k.root)})
             problems = lint_k(k, suite.leak_markers())
             if problems:
                 raise InputError(str(knowledge), None, f"K leaks the suite's answers: {problems[0]}")

@@ -122,6 +122,7 @@ class Agent:
         self.format_errors_in_row = 0
         call = response.tool_calls[0]
         t = time.monotonic()
+        record.command = call.arguments.get("command") if call.name == "execute" else None
         result = self.harness.run_call(call, self.sandbox, self.config.command_timeout_s, self.traj.messages)
         record.exec_s, record.exit_code, record.timed_out = time.monotonic() - t, result.exit_code, result.timed_out
         observation = Message(role="tool", tool_call_id=call.id, name=call.name, content=result.observation())

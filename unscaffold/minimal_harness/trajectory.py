@@ -28,6 +28,7 @@ class StepRecord(BaseModel):
     exec_s: float = 0.0
     usage: Usage = Field(default_factory=Usage)
     replaced: bool = False
+    command: str | None = Field(None, description="what actually ran (audited against the visible call)")
     exit_code: int | None = None
     timed_out: bool = False
     format_error: str | None = None

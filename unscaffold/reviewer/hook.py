@@ -110,7 +110,7 @@ class ReviewHook:
         self.stats.replacements += 1
         self._log(line, decision="REPLACE", reason=submission.reason, components_used=submission.components_used,
                   replacement=submission.replacement.model_dump(exclude_none=True))
-        return submission.replacement.to_response(f"review_{turn}")
+        return submission.replacement.to_response(f"call_{turn}")  # ids look like any call: nothing says "reviewed"
 
     def _count(self, calls: int, usage: Usage, errors: list[str]) -> None:
         self.stats.calls += calls

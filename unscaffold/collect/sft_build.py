@@ -1,0 +1,165 @@
+"""`build-sft`: reviewed runs -> training rows (`messages` + `tools`) that are safe to train on.
+
+Filters (reward, exceptions), audits (the row is what really happened), a leak scrub (nothing of K or
+the reviewer), and reasoning masks for replaced turns written in the reviewer's voice. Every dropped
+trial is counted by reason; nothing is ever kept "cleaned"."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from unscaffold.collect.audit import audit
+from unscaffold.collect.scrub import REVIEWER_WORDING, build_markers
+from unscaffold.errors import InputError
+from unscaffold.iojson import read_json, write_json_atomic
+from unscaffold.knowledge.kfolder import K, load_k
+from unscaffold.minimal_harness.tool import system_prompt
+
+KNOWLEDGE_RECORD = "knowledge.json"  # written by a run that loaded K: where it was
+CHAT_KEYS = ("role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name")
+
+
+class BuildReport(BaseModel):
+    runs: list[str]
+    out: str
+    min_reward: float | None
+    keep_all: bool
+    trials: int = 0
+    kept: int = 0
+    dropped: dict[str, int] = Field(default_factory=dict)
+    masked_reasoning_turns: int = 0
+    replacements_kept: int = 0
+    markers: dict[str, int] = Field(default_factory=dict, description="how many strings were scanned for, by reason")
+
+
+def run_knowledge(run_dir: Path) -> K | None:
+    record = run_dir / KNOWLEDGE_RECORD
+    if not record.exists():
+        return None
+    data = read_json(record)
+    path = data.get("path") if isinstance(data, dict) else None
+    if not isinstance(path, str):
+        raise InputError(str(record), "path", "expected the K folder as a string")
+    return load_k(Path(path))
+
+
+def chat_row(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Only the fields a chat template reads; provider state (signatures) never reaches a row."""
+    return [{k: m[k] for k in CHAT_KEYS if m.get(k) is not None} for m in messages]
+
+
+def build_row(traj: dict[str, Any], reviews: list[dict[str, Any]], prompt: str) -> tuple[dict[str, Any] | None, str]:
+    """A row, or None with the drop reason."""
+    if traj.get("harness", "minimal") != "minimal":
+        return None, "not_deployment_harness"
+    problem = audit(traj, reviews, prompt)
+    if problem:
+        return None, problem
+    messages = chat_row(traj["messages"])
+    masked = []
+    replaced = [s for s in traj.get("steps", []) if s.get("replaced")]
+    for step in replaced:
+        m = messages[step["message_index"]]
+        if m.get("content") and REVIEWER_WORDING.search(m["content"]):
+            return None, "reviewer_wording_in_content"
+        if m.get("reasoning_content") and REVIEWER_WORDING.search(m["reasoning_content"]):
+            masked.append(step["message_index"])
+    row = {
+        "messages": messages,
+        "tools": traj["tools"],
+        "task_id": traj["task_id"],
+        "trial_id": traj["trial_id"],
+        "replacements": len(replaced),
+        "masked_reasoning_turns": masked,
+    }
+    return row, "kept"
+
+
+def read_reviews(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    out = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise InputError(str(path), f"line {n}", f"invalid JSON: {e.msg}") from None
+    return out
+
+
+def build_sft(
+    run_dirs: list[Path],
+    out: Path,
+    *,
+    min_reward: float = 1.0,
+    keep_all: bool = False,
+    canaries: list[str] | None = None,
+) -> BuildReport:
+    out = Path(out)
+    report = BuildReport(runs=[str(r) for r in run_dirs], out=str(out), min_reward=None if keep_all else min_reward,
+                         keep_all=keep_all)
+    dropped: Counter[str] = Counter()
+    prompt = system_prompt()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as sink:
+            for run_dir in map(Path, run_dirs):
+                trials = run_dir / "trials"
+                if not trials.is_dir():
+                    raise InputError(str(run_dir), None, "not a run folder (no trials/)")
+                k = run_knowledge(run_dir)
+                markers = build_markers([k] if k else [], list(canaries or []))
+                for reason, values in markers.by_reason.items():
+                    report.markers[reason] = max(report.markers.get(reason, 0), len(values))
+                for trial in sorted(p for p in trials.iterdir() if p.is_dir()):
+                    report.trials += 1
+                    reason = _one(trial, sink, markers, prompt, min_reward, keep_all, report)
+                    if reason != "kept":
+                        dropped[reason] += 1
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    report.dropped = dict(sorted(dropped.items()))
+    write_json_atomic(report_path(out), report.model_dump())
+    return report
+
+
+def _one(trial: Path, sink: Any, markers: Any, prompt: str, min_reward: float, keep_all: bool,
+         report: BuildReport) -> str:
+    result_path = trial / "result.json"
+    if not result_path.exists():
+        return "unfinished"
+    result = read_json(result_path)
+    if not keep_all:
+        if result.get("exception"):
+            return "exception"
+        if result.get("reward", 0.0) < min_reward:
+            return "low_reward"
+    traj = read_json(trial / "trajectory.json")
+    row, reason = build_row(traj, read_reviews(trial / "reviews.jsonl"), prompt)
+    if row is None:
+        return reason
+    line = json.dumps(row, ensure_ascii=False)
+    hit = markers.find(line)
+    if hit:
+        return hit[0]
+    sink.write(line + "\n")
+    report.kept += 1
+    report.masked_reasoning_turns += len(row["masked_reasoning_turns"])
+    report.replacements_kept += row["replacements"]
+    return "kept"
+
+
+def report_path(out: Path) -> Path:
+    """`DATA.jsonl` -> `DATA.report.json`."""
+    name = out.name[: -len(".jsonl")] if out.name.endswith(".jsonl") else out.name
+    return out.with_name(f"{name}.report.json")
