@@ -38,6 +38,8 @@ def run(
                                                  "passthrough. With one, the run is a collection.")] = None,
     knowledge: Annotated[Path | None, typer.Option(help="K for the reviewer (default: the suite's).")] = None,
     budget: Annotated[int, typer.Option(min=0, help="REPLACE decisions allowed per trial.")] = 5,
+    reviewer_concurrency: Annotated[int | None, typer.Option(min=1, help="Reviewer calls in flight at once.")] = None,
+    infra_retries: Annotated[int, typer.Option(min=0, help="Re-runs of a trial whose machinery failed.")] = 2,
     max_turns: Annotated[int, typer.Option(min=1)] = 40,
     command_timeout: Annotated[float, typer.Option(help="Seconds per command.")] = 60.0,
 ) -> None:
@@ -55,6 +57,7 @@ def run(
             task_ids=[t for t in tasks.split(",") if t] if tasks else None, trials=trials,
             concurrency=concurrency, sandbox=sandbox, max_turns=max_turns, command_timeout_s=command_timeout,
             harness=harness, reviewer=reviewer, knowledge=knowledge, budget=budget,
+            reviewer_concurrency=reviewer_concurrency, infra_retries=infra_retries,
         )
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=False) as bar:

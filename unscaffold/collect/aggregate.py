@@ -51,6 +51,8 @@ def aggregate(
         trial_wall_s=round(sum(r.wall_s for r in results), 3),
         exit_status=dict(Counter(r.exit_status for r in results)),
         exceptions=sum(1 for r in results if r.exception),
+        infra_errors=sum(1 for r in results if r.infra_error),
+        infra_retried=sum(r.attempt - 1 for r in results),
         isolation=next((r.isolation for r in results if r.isolation), ""),
         unscaffold_version=__version__,
     )

@@ -25,6 +25,8 @@ class RunConfig(BaseModel):
     reviewer: str | None = Field(None, description="reviewer spec; with one the run is a collection")
     knowledge: Path | None = Field(None, description="K for the reviewer; default the suite's compiled K")
     budget: int = Field(5, ge=0, description="REPLACE decisions allowed per trial")
+    reviewer_concurrency: int | None = Field(None, ge=1, description="reviewer calls in flight at once")
+    infra_retries: int = Field(2, ge=0, description="re-runs of a trial whose machinery failed")
     max_turns: int = Field(40, ge=1)
     command_timeout_s: float = Field(60.0, gt=0)
 
@@ -43,6 +45,8 @@ class TrialResult(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
     exit_status: str
     exception: str | None = None
+    infra_error: bool = False
+    attempt: int = 1
     turns: int = 0
     format_errors: int = 0
     replacements: int = 0
@@ -85,5 +89,7 @@ class RunResults(BaseModel):
     trial_wall_s: float = 0.0
     exit_status: dict[str, int] = Field(default_factory=dict)
     exceptions: int = 0
+    infra_errors: int = 0
+    infra_retried: int = 0
     isolation: str = ""
     unscaffold_version: str

@@ -25,6 +25,7 @@ from unscaffold.llm.registry import load_provider
 from unscaffold.minimal_harness.sandbox import SandboxConfig, open_sandbox
 from unscaffold.minimal_harness.trajectory import now_iso
 from unscaffold.reviewer.registry import load_reviewer
+from unscaffold.reviewer.throttle import ThrottledReviewers
 
 Progress = Callable[[TrialResult], None]
 
@@ -77,6 +78,8 @@ def trial_context(suite: Suite, config: RunConfig) -> TrialContext:
     reviewers = None
     if config.reviewer:
         reviewers = load_reviewer(config.reviewer)
+        if config.reviewer_concurrency:
+            reviewers = ThrottledReviewers(reviewers, config.reviewer_concurrency)
         knowledge = config.knowledge or suite.k_path()
         if knowledge is not None:
             k = load_k(knowledge)
@@ -121,11 +124,17 @@ def run(config: RunConfig, progress: Progress | None = None, on_start: Callable[
 
     def one(task: Task, trial_id: str) -> TrialResult:
         trial_dir = trials_dir / trial_id
-        if trial_dir.exists():  # a half-finished trial from a killed run starts over
-            shutil.rmtree(trial_dir)
-        trial_dir.mkdir(parents=True)
-        append_jsonl(events, {"event": "trial_started", "trial_id": trial_id, "at": now_iso()})
-        result = run_trial(suite, task, trial_id, trial_dir, provider, config, context)
+        for attempt in range(1, config.infra_retries + 2):
+            if trial_dir.exists():  # a half-finished trial (killed run, infrastructure failure) starts over
+                shutil.rmtree(trial_dir)
+            trial_dir.mkdir(parents=True)
+            append_jsonl(events, {"event": "trial_started", "trial_id": trial_id, "attempt": attempt, "at": now_iso()})
+            result = run_trial(suite, task, trial_id, trial_dir, provider, config, context, attempt=attempt)
+            if not result.infra_error or attempt > config.infra_retries:
+                break
+            append_jsonl(events, {"event": "trial_retry", "trial_id": trial_id, "attempt": attempt,
+                                  "exception": result.exception, "at": now_iso()})
+            time.sleep(min(30.0, 2.0 ** attempt))
         append_jsonl(events, {"event": "trial_finished", "trial_id": trial_id, "reward": result.reward,
                               "at": now_iso()})
         return result

@@ -9,6 +9,7 @@ from typing import Any
 
 from unscaffold.benchmarks.base import Score, Suite, Task
 from unscaffold.collect.models import RunConfig, TrialResult
+from unscaffold.errors import SandboxUnavailable
 from unscaffold.iojson import write_json_atomic
 from unscaffold.knowledge.hstar import HStarHarness
 from unscaffold.knowledge.kfolder import K
@@ -22,7 +23,8 @@ from unscaffold.reviewer.hook import ReviewHook
 
 RESULT = "result.json"
 TRAJECTORY = "trajectory.json"
-REVIEWS = "reviews.jsonl"  # private: the reviewer's decisions; empty for an evaluation
+REVIEWS = "reviews.jsonl"
+INFRA_MODEL_ERRORS = ("RetryableModelError",)  # private: the reviewer's decisions; empty for an evaluation
 
 
 class TrialContext:
@@ -40,14 +42,19 @@ def run_trial(
     provider: ModelProvider,
     config: RunConfig,
     context: TrialContext | None = None,
+    attempt: int = 1,
 ) -> TrialResult:
-    """Never raises for a task-level failure: a crash is recorded in the result with reward 0."""
+    """Never raises for a task-level failure: a crash is recorded in the result with reward 0.
+
+    `infra_error` marks failures of the machinery, not the task (the sandbox would not start, the model
+    service stayed rate-limited or down past its retries): the runner may run those trials again."""
     context = context or TrialContext()
     hook = None
     started, t0 = now_iso(), time.monotonic()
     traj = Trajectory(trial_id=trial_id, task_id=task.id, suite=suite.name, student=provider.spec, tools=[])
     isolation = ""
     (trial_dir / REVIEWS).touch()
+    in_setup = True
     try:
         sandbox_config = suite.prepare(task, trial_dir, config.sandbox, oracle=provider.spec == "oracle")
         sandbox_config.timeout_s = config.command_timeout_s
@@ -55,6 +62,7 @@ def run_trial(
             sandbox_config.mounts.append(context.harness.mount())
         sandbox = open_sandbox(sandbox_config)
         isolation = sandbox.isolation
+        in_setup = False
         try:
             agent_config = AgentConfig(
                 max_turns=config.max_turns,
@@ -72,10 +80,13 @@ def run_trial(
         finally:
             sandbox.close()
     except Exception as e:  # a bug or infrastructure failure in one trial must not lose the others
+        infra = in_setup and isinstance(e, (SandboxUnavailable, OSError))
         traj.exit_status = "error"
         traj.exception = f"{type(e).__name__}: {e}"
         traj.save(trial_dir / TRAJECTORY)
         score = Score(reward=0.0, reason="trial crashed", details={"traceback": traceback.format_exc(limit=8)})
+    else:
+        infra = (traj.exception or "").startswith(INFRA_MODEL_ERRORS)
     result = TrialResult(
         trial_id=trial_id,
         task_id=task.id,
@@ -85,6 +96,8 @@ def run_trial(
         details=score.details,
         exit_status=traj.exit_status,
         exception=traj.exception,
+        infra_error=infra,
+        attempt=attempt,
         turns=len(traj.steps),
         format_errors=sum(1 for s in traj.steps if s.format_error),
         replacements=sum(1 for s in traj.steps if s.replaced),
