@@ -123,7 +123,7 @@ def test_reviewer_concurrency_cap() -> None:
     for limit, expected in ((1, 1), (3, 3)):
         meter = {"lock": threading.Lock(), "now": 0, "max": 0}
         factory = ThrottledReviewers(_Factory(meter), limit)
-        threads = [threading.Thread(target=lambda: factory.for_trial("t").open(None).next(None)) for _ in range(8)]
+        threads = [threading.Thread(target=lambda f=factory: f.for_trial("t").open(None).next(None)) for _ in range(8)]
         for t in threads:
             t.start()
         for t in threads:
