@@ -203,6 +203,21 @@ def build_sft_command(
                     highlight=False)
 
 
+@app.command("report")
+def report_command(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder.")],
+    out: Annotated[Path | None, typer.Option(help="HTML file to write (default RUN_DIR/report.html).")] = None,
+) -> None:
+    """Write a self-contained HTML page of a run: summary, plots, per-trial review timelines."""
+    from unscaffold.collect.report import write_report
+
+    try:
+        path = write_report(run_dir, out)
+    except UnscaffoldError as e:
+        fail(e)
+    Console().print(f"report: {path}", highlight=False)
+
+
 def main() -> None:
     app()
 

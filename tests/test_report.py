@@ -1,0 +1,73 @@
+"""`unscaffold report`: the page is self-contained, shows the review timeline, and its filters work."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLES, HARBOR_EXAMPLES, HARBOR_REPLAY, needs_bwrap
+from unscaffold.collect.models import RunConfig
+from unscaffold.collect.report import bar_chart, write_report
+from unscaffold.collect.runner import run
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory) -> Path:
+    from tests.conftest import BWRAP
+
+    if not BWRAP:
+        pytest.skip("bubblewrap is not installed or not usable here")
+    out = tmp_path_factory.mktemp("report") / "run"
+    run(RunConfig(suite="harbor", data=HARBOR_EXAMPLES, student=f"replay:{HARBOR_REPLAY}",
+                  reviewer=f"replay:{EXAMPLES / 'replay' / 'harbor_reviewer.json'}",
+                  knowledge=EXAMPLES / "hstar" / "harbor_k", out=out, concurrency=2))
+    write_report(out)
+    return out
+
+
+@needs_bwrap
+def test_page_is_self_contained_and_shows_replacements(collected: Path) -> None:
+    html = (collected / "report.html").read_text()
+    assert not re.search(r"""(?:src|href)=["']https?://""", html)  # nothing fetched from the network
+    assert html.count('<section class="trial"') == 4
+    assert html.count('data-decision="REPLACE"') == 2
+    assert "proposal (not run)" in html and "replacement (ran)" in html
+    assert "sed -i &#x27;s/    return a/    return b/&#x27; fib.py" in html  # the rejected proposal, escaped
+    assert "components: memory:off-by-one" in html
+    assert '<b>100.0%</b>' in html
+
+
+def test_bar_chart_scales_to_maximum() -> None:
+    svg = bar_chart("r", [("a", 0.5), ("b", 1.0)], maximum=1.0)
+    assert 'width="130.0"' in svg and 'width="260.0"' in svg
+
+
+def _dom(page: Path, fragment: str, tmp_path: Path) -> str:
+    result = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", f"file://{page}#{fragment}"],
+        capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-500:]
+    return result.stdout
+
+
+@needs_bwrap
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed")
+def test_filters_in_headless_chromium(collected: Path, tmp_path: Path) -> None:
+    page = collected / "report.html"
+    dom = _dom(page, "decision=REPLACE", tmp_path)
+    visible = re.findall(r'<section class="trial" data-task="([^"]+)"', dom)
+    hidden = re.findall(r'<section class="trial hidden" data-task="([^"]+)"', dom)
+    assert sorted(visible) == ["fix-fibonacci", "word-stats"]
+    assert sorted(hidden) == ["csv-total", "hello-file"]
+    assert '<span id="shown">2</span>' in dom
+    dom = _dom(page, "task=csv-total", tmp_path)
+    assert re.findall(r'<section class="trial" data-task="([^"]+)"', dom) == ["csv-total"]
+    assert '<span id="shown">1</span>' in dom
