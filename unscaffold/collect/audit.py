@@ -2,45 +2,43 @@
 
 from __future__ import annotations
 
-import json
+import re
 from typing import Any
 
 from unscaffold.collect.scrub import MARKUP
 
+MARKUP_BYTES = re.compile(MARKUP.pattern.encode())
+
 EXECUTE = "execute"
 
 
-def audit(traj: dict[str, Any], reviews: list[dict[str, Any]], system_prompt: str) -> str | None:
-    """The first audit failure as a drop reason, or None. Works on plain dicts (fast path)."""
+def audit(traj: dict[str, Any], reviews: list[dict[str, Any]], system_prompt: str, raw: bytes | None = None
+          ) -> str | None:
+    """The first audit failure as a drop reason, or None. Works on plain dicts (fast path); with the
+    file's `raw` bytes, the per-message markup scan only runs when the markup occurs somewhere at all."""
     messages = traj["messages"]
     if len(messages) < 2 or messages[0]["role"] != "system" or messages[1]["role"] != "user":
         return "audit:history_rewritten"
     if messages[0].get("content") != system_prompt:
         return "audit:history_rewritten"
-    open_calls: set[str] = set()
-    assistant_turns = []
-    for i, m in enumerate(messages[2:], 2):
-        role = m["role"]
-        if role == "assistant":
-            assistant_turns.append(i)
-            open_calls = {c["id"] for c in m.get("tool_calls") or []}
-        elif role == "tool":
-            if m.get("tool_call_id") not in open_calls:
-                return "audit:orphan_observation"
-        for key in ("content", "reasoning_content"):
-            text = m.get(key)
-            if role != "tool" and text and MARKUP.search(text):
-                return "audit:markup_in_text"
+    body = messages[2:]
+    if _answers(body) != [m.get("tool_call_id") for m in body if m["role"] == "tool"] and _orphan(body):
+        return "audit:orphan_observation"
+    if (raw is None or MARKUP_BYTES.search(raw)) and any(
+        MARKUP.search(m.get("content") or "") or MARKUP.search(m.get("reasoning_content") or "")
+        for m in body if m["role"] != "tool"
+    ):
+        return "audit:markup_in_text"
     steps = traj.get("steps", [])
-    for step in steps:
-        i = step["message_index"]
-        if i >= len(messages) or messages[i]["role"] != "assistant":
-            return "audit:history_rewritten"
-        calls = messages[i].get("tool_calls") or []
-        if step.get("command") is not None:
-            visible = calls[0]["function"]["arguments"] if calls else None
-            if not isinstance(visible, dict) or visible.get("command") != step["command"]:
-                return "audit:command_mismatch"
+    n = len(messages)
+    shown = [messages[s["message_index"]] if s["message_index"] < n else None for s in steps]
+    if any(m is None or m["role"] != "assistant" for m in shown):
+        return "audit:history_rewritten"
+    ran = [(s["command"], m.get("tool_calls")) for s, m in zip(steps, shown, strict=True)
+           if s.get("command") is not None]
+    if any(not calls or not isinstance(args := calls[0]["function"]["arguments"], dict)
+           or args.get("command") != command for command, calls in ran):
+        return "audit:command_mismatch"
     if reviews and _accepted_differs(messages, steps, reviews):
         return "audit:history_rewritten"
     if traj.get("exit_status") != "submitted" or traj.get("final_answer") is None:
@@ -51,36 +49,45 @@ def audit(traj: dict[str, Any], reviews: list[dict[str, Any]], system_prompt: st
     return None
 
 
-def _accepted_differs(messages: list[dict], steps: list[dict], reviews: list[dict]) -> bool:
-    """Each visible assistant turn must be exactly what the review log says was accepted."""
-    by_turn = {s["turn"]: s for s in steps}
-    for review in reviews:
-        step = by_turn.get(review.get("turn"))
-        if step is None:
-            continue
-        shown = messages[step["message_index"]]
-        accepted = review.get("replacement") if review.get("decision") == "REPLACE" else review.get("proposal")
-        if accepted is None:
-            continue
-        if _visible(shown) != _accepted(accepted, review.get("decision") == "REPLACE"):
+def _answers(body: list[dict]) -> list[str]:
+    """The call ids in the order the harness answers them: every call of every assistant turn."""
+    return [c["id"] for m in body if m["role"] == "assistant" for c in m.get("tool_calls") or ()]
+
+
+def _orphan(body: list[dict]) -> bool:
+    """The slow, exact check: a tool message must answer a call of the assistant turn before it."""
+    open_calls: set[str] = set()
+    for m in body:
+        if m["role"] == "assistant":
+            open_calls = {c["id"] for c in m.get("tool_calls") or ()}
+        elif m["role"] == "tool" and m.get("tool_call_id") not in open_calls:
             return True
     return False
 
 
-def _visible(message: dict) -> tuple:
-    calls = tuple(
-        (c["function"]["name"], json.dumps(c["function"]["arguments"], sort_keys=True))
-        for c in message.get("tool_calls") or []
-    )
-    return (message.get("content") or "", message.get("reasoning_content") or "", calls)
-
-
-def _accepted(response: dict, replacement: bool) -> tuple:
-    if replacement:
-        call = response.get("tool_call")
-        calls = ((call["name"], json.dumps(call.get("arguments"), sort_keys=True)),) if call else ()
-    else:
-        calls = tuple((c["name"], json.dumps(c.get("arguments") if c.get("arguments") is not None
-                                             else c.get("raw_arguments"), sort_keys=True))
-                      for c in response.get("tool_calls") or [])
-    return (response.get("content") or "", response.get("reasoning") or "", calls)
+def _accepted_differs(messages: list[dict], steps: list[dict], reviews: list[dict]) -> bool:
+    """Each visible assistant turn must be exactly what the review log says was accepted."""
+    index_of = {s["turn"]: s["message_index"] for s in steps}
+    for review in reviews:
+        i = index_of.get(review.get("turn"))
+        if i is None:
+            continue
+        shown = messages[i]
+        if review.get("decision") == "REPLACE":
+            accepted = review.get("replacement")
+            if accepted is None:
+                continue
+            call = accepted.get("tool_call")
+            calls = [(call["name"], call.get("arguments"))] if call else []
+        else:
+            accepted = review.get("proposal")
+            if accepted is None:
+                continue
+            calls = [(c["name"], c["arguments"] if c.get("arguments") is not None else c.get("raw_arguments"))
+                     for c in accepted.get("tool_calls") or ()]
+        if ((shown.get("content") or "") != (accepted.get("content") or "")
+                or (shown.get("reasoning_content") or "") != (accepted.get("reasoning") or "")
+                or [(c["function"]["name"], c["function"]["arguments"]) for c in shown.get("tool_calls") or ()]
+                != calls):
+            return True
+    return False

@@ -6,6 +6,7 @@ a leak of K: that reasoning stays as context but is masked from the loss."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -24,19 +25,30 @@ MARKUP = re.compile(r"<\|im_(?:start|end)\|>|<\|endoftext\|>|</?tool_call>|</?to
 
 @dataclass
 class Markers:
-    """Literal strings by reason; `find` returns the first reason whose marker occurs in the text."""
+    """Literal strings by reason; `find` returns the first reason whose marker occurs in a serialized row.
+
+    Rows are scanned as UTF-8 JSON, so each marker is also looked for in its JSON-escaped form (a path
+    with a quote or a non-ASCII canary is written escaped inside a JSON string)."""
 
     by_reason: dict[str, list[str]] = field(default_factory=dict)
+    _encoded: dict[str, list[bytes]] = field(default_factory=dict)
 
     def add(self, reason: str, values: list[str]) -> None:
         bucket = self.by_reason.setdefault(reason, [])
-        bucket.extend(v for v in values if v and v not in bucket)
+        encoded = self._encoded.setdefault(reason, [])
+        for v in values:
+            if v and v not in bucket:
+                bucket.append(v)
+                forms = {v.encode(), json.dumps(v)[1:-1].encode(), json.dumps(v, ensure_ascii=False)[1:-1].encode()}
+                encoded.extend(sorted(forms))
 
-    def find(self, text: str) -> tuple[str, str] | None:
-        for reason, values in self.by_reason.items():
+    def find(self, data: bytes | str) -> tuple[str, str] | None:
+        if isinstance(data, str):
+            data = data.encode()
+        for reason, values in self._encoded.items():
             for value in values:
-                if value in text:
-                    return reason, value
+                if value in data:
+                    return reason, value.decode(errors="replace")
         return None
 
 

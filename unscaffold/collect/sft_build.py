@@ -6,12 +6,12 @@ trial is counted by reason; nothing is ever kept "cleaned"."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, Field
 
 from unscaffold.collect.audit import audit
@@ -23,6 +23,7 @@ from unscaffold.minimal_harness.tool import system_prompt
 
 KNOWLEDGE_RECORD = "knowledge.json"  # written by a run that loaded K: where it was
 CHAT_KEYS = ("role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name")
+CHAT_KEY_SET = frozenset(CHAT_KEYS)
 
 
 class BuildReport(BaseModel):
@@ -51,14 +52,16 @@ def run_knowledge(run_dir: Path) -> K | None:
 
 def chat_row(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Only the fields a chat template reads; provider state (signatures) never reaches a row."""
-    return [{k: m[k] for k in CHAT_KEYS if m.get(k) is not None} for m in messages]
+    return [m if m.keys() <= CHAT_KEY_SET and None not in m.values() else
+            {k: m[k] for k in CHAT_KEYS if m.get(k) is not None} for m in messages]
 
 
-def build_row(traj: dict[str, Any], reviews: list[dict[str, Any]], prompt: str) -> tuple[dict[str, Any] | None, str]:
+def build_row(traj: dict[str, Any], reviews: list[dict[str, Any]], prompt: str, raw: bytes | None = None
+              ) -> tuple[dict[str, Any] | None, str]:
     """A row, or None with the drop reason."""
     if traj.get("harness", "minimal") != "minimal":
         return None, "not_deployment_harness"
-    problem = audit(traj, reviews, prompt)
+    problem = audit(traj, reviews, prompt, raw)
     if problem:
         return None, problem
     messages = chat_row(traj["messages"])
@@ -82,16 +85,42 @@ def build_row(traj: dict[str, Any], reviews: list[dict[str, Any]], prompt: str) 
 
 
 def read_reviews(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
         return []
+    lines = [line for line in data.splitlines() if line.strip()]
+    try:  # one parse for the whole log; line by line only to name a bad line
+        return orjson.loads(b"[" + b",".join(lines) + b"]")
+    except orjson.JSONDecodeError:
+        pass
     out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(data.splitlines(), 1):
         if line.strip():
             try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise InputError(str(path), f"line {n}", f"invalid JSON: {e.msg}") from None
+                out.append(orjson.loads(line))
+            except orjson.JSONDecodeError as e:
+                raise InputError(str(path), f"line {n}", f"invalid JSON: {e}") from None
     return out
+
+
+def read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(str(path), None, "file not found") from None
+
+
+def parse_fast(raw: bytes, path: Path) -> Any:
+    """orjson for the bulk path (10,000s of trajectories); errors still name the file."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise InputError(str(path), None, f"invalid JSON: {e}") from None
+
+
+def read_fast(path: Path) -> Any:
+    return parse_fast(read_bytes(path), path)
 
 
 def build_sft(
@@ -110,7 +139,7 @@ def build_sft(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8") as sink:
+        with open(tmp, "wb") as sink:
             for run_dir in map(Path, run_dirs):
                 trials = run_dir / "trials"
                 if not trials.is_dir():
@@ -138,21 +167,22 @@ def _one(trial: Path, sink: Any, markers: Any, prompt: str, min_reward: float, k
     result_path = trial / "result.json"
     if not result_path.exists():
         return "unfinished"
-    result = read_json(result_path)
+    result = read_fast(result_path)
     if not keep_all:
         if result.get("exception"):
             return "exception"
         if result.get("reward", 0.0) < min_reward:
             return "low_reward"
-    traj = read_json(trial / "trajectory.json")
-    row, reason = build_row(traj, read_reviews(trial / "reviews.jsonl"), prompt)
+    raw = read_bytes(trial / "trajectory.json")
+    traj = parse_fast(raw, trial / "trajectory.json")
+    row, reason = build_row(traj, read_reviews(trial / "reviews.jsonl"), prompt, raw)
     if row is None:
         return reason
-    line = json.dumps(row, ensure_ascii=False)
+    line = orjson.dumps(row)
     hit = markers.find(line)
     if hit:
         return hit[0]
-    sink.write(line + "\n")
+    sink.write(line + b"\n")
     report.kept += 1
     report.masked_reasoning_turns += len(row["masked_reasoning_turns"])
     report.replacements_kept += row["replacements"]
