@@ -28,7 +28,8 @@ def synthetic_trial(i: int, turns: int) -> tuple[dict, dict, list[dict]]:
         replaced = t % 10 == 3
         reasoning = ("The student's proposal skipped the check, so I rewrite it." if replaced and i % 2
                      else f"Step {t}: inspect the next part of the data before writing the result.")
-        call = {"id": f"call_{t}", "type": "function", "function": {"name": "execute", "arguments": {"command": command}}}
+        function = {"name": "execute", "arguments": {"command": command}}
+        call = {"id": f"call_{t}", "type": "function", "function": function}
         messages.append({"role": "assistant", "content": "", "reasoning_content": reasoning, "tool_calls": [call]})
         messages.append({"role": "tool", "tool_call_id": f"call_{t}", "name": "execute",
                          "content": f"{i * t}\n-rw-r--r-- 1 root root {t * 100} data/part_{t}.csv\n" * 3
