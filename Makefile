@@ -29,6 +29,9 @@ demo: $(STAMP) sysdeps
 	$(VENV)/bin/unscaffold run harbor --data examples/harbor \
 		--student replay:examples/replay/harbor_student.json --reviewer replay:examples/replay/harbor_reviewer.json \
 		--knowledge $(DEMO_OUT)/K --budget 5 --concurrency 4 --out $(DEMO_OUT)/collect
+	@echo "== 4. build the SFT data set from the collection, and an HTML report of it"
+	$(VENV)/bin/unscaffold build-sft $(DEMO_OUT)/collect --out $(DEMO_OUT)/sft.jsonl
+	$(VENV)/bin/unscaffold report $(DEMO_OUT)/collect
 
 test: $(STAMP) sysdeps
 	$(PY) -m pytest -q
@@ -41,6 +44,7 @@ lint: $(STAMP)
 
 perf: $(STAMP) sysdeps
 	$(PY) perf/harness_overhead.py
+	$(PY) perf/build_sft_throughput.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -93,3 +93,23 @@ def test_k_that_leaks_a_task_id_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="K leaks the suite's answers: memory.md contains 'csv-total'"):
         run(RunConfig(suite="harbor", data=HARBOR_EXAMPLES, student="oracle", reviewer="passthrough",
                       knowledge=leaky, out=tmp_path / "run"))
+
+
+def test_run_under_hstar_bank_offers_its_tools(tmp_path: Path, write_replay) -> None:
+    student = write_replay({"csv-total": [
+        {"tool_call": {"name": "column_totals", "arguments": {"path": "sales.csv", "key": "region"}}},
+        call("echo 43.25 > answer.txt"),
+        final("43.25"),
+    ]})
+    summary = run(RunConfig(suite="harbor", data=HARBOR_EXAMPLES, student=student, out=tmp_path,
+                            task_ids=["csv-total"], harness=str(EXAMPLES / "hstar" / "harbor_bank")))
+    assert summary.per_task == {"csv-total": 1.0} and summary.harness.endswith("harbor_bank")
+    traj = json.loads((tmp_path / "trials" / "csv-total" / "trajectory.json").read_text())
+    assert traj["harness"] == "hstar"
+    assert traj["messages"][3]["content"] == ("columns: region, amount\nrows: 6\neast: amount=4.10\n"
+                                              "north: amount=43.25\nsouth: amount=107.25\n\n[exit_code=0]")
+
+
+def test_hstar_without_a_suite_bank_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="--harness: this suite ships no h\\* bank; pass --harness PATH"):
+        run(RunConfig(suite="harbor", data=HARBOR_EXAMPLES, student="oracle", out=tmp_path, harness="hstar"))
