@@ -87,3 +87,15 @@ def load_model(path: Path, model: type[M]) -> M:
         return model.model_validate(data)
     except ValidationError as e:
         raise validation_error(str(path), e) from None
+
+
+def resolve_inside(root: Path, relative: str, source: str, field: str, what: str) -> Path:
+    """Resolve a file named relative to `root` (a bank, K), refusing one that is absolute or leaves it."""
+    if Path(relative).is_absolute():
+        raise InputError(source, field, f"path {relative!r} must be relative to {what}")
+    resolved = (root / relative).resolve()
+    if not resolved.is_relative_to(Path(root).resolve()):
+        raise InputError(source, field, f"path {relative!r} leaves {what}")
+    if not resolved.is_file():
+        raise InputError(source, field, f"file {relative!r} not found")
+    return resolved

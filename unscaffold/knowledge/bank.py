@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from unscaffold.behaviors.detector import DetectorSpec
 from unscaffold.errors import InputError
-from unscaffold.iojson import validation_error
+from unscaffold.iojson import resolve_inside, validation_error
 
 NAME = r"^[a-z][a-z0-9_-]{0,63}$"
 MEMORY_SECTIONS = ("Trigger", "Evidence", "Intervention", "Do not trigger")
@@ -147,15 +147,7 @@ class Bank(BaseModel):
 
 
 def inside(root: Path, relative: str, source: str, field: str) -> Path:
-    """Resolve a path named by a manifest, refusing one that leaves the bank."""
-    if Path(relative).is_absolute():
-        raise InputError(source, field, f"path {relative!r} must be relative to the bank")
-    resolved = (root / relative).resolve()
-    if not resolved.is_relative_to(root.resolve()):
-        raise InputError(source, field, f"path {relative!r} leaves the bank")
-    if not resolved.is_file():
-        raise InputError(source, field, f"file {relative!r} not found")
-    return resolved
+    return resolve_inside(root, relative, source, field, "the bank")
 
 
 def parse_memory(text: str, source: str) -> dict[str, str]:

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from unscaffold.errors import InputError
-from unscaffold.iojson import load_model, read_json, validation_error
+from unscaffold.iojson import load_model, read_json, resolve_inside, validation_error
 from unscaffold.knowledge.middleware import Middleware
 
 INDEX = "index.json"
@@ -60,7 +60,7 @@ class K(BaseModel):
         return [c.id for c in self.index.components]
 
     def read(self, relative: str) -> str:
-        return resolve_inside(self.root, relative, str(self.root / INDEX), "path").read_text(encoding="utf-8")
+        return inside_k(self.root, relative, str(self.root / INDEX), "path").read_text(encoding="utf-8")
 
     def files(self) -> list[Path]:
         return sorted(p for p in self.root.rglob("*") if p.is_file())
@@ -78,15 +78,8 @@ class K(BaseModel):
         return sorted(markers)
 
 
-def resolve_inside(root: Path, relative: str, source: str, field: str) -> Path:
-    if Path(relative).is_absolute():
-        raise InputError(source, field, f"path {relative!r} must be relative to K")
-    resolved = (root / relative).resolve()
-    if not resolved.is_relative_to(root.resolve()):
-        raise InputError(source, field, f"path {relative!r} leaves K")
-    if not resolved.is_file():
-        raise InputError(source, field, f"file {relative!r} not found")
-    return resolved
+def inside_k(root: Path, relative: str, source: str, field: str) -> Path:
+    return resolve_inside(root, relative, source, field, "K")
 
 
 def load_k(root: Path) -> K:
@@ -95,7 +88,7 @@ def load_k(root: Path) -> K:
     if not root.is_dir():
         raise InputError(str(root), None, "K folder not found")
     index = load_model(root / INDEX, KIndex)
-    resolve_inside(root, index.reviewer_prompt, source, "reviewer_prompt")
+    inside_k(root, index.reviewer_prompt, source, "reviewer_prompt")
     recipes: dict[str, Recipe] = {}
     middleware: list[Middleware] = []
     seen: set[str] = set()
@@ -105,11 +98,11 @@ def load_k(root: Path) -> K:
         seen.add(c.id)
         if not c.id.startswith(f"{c.kind}:"):
             raise InputError(source, f"components.{i}.id", f"id {c.id!r} does not match kind {c.kind!r}")
-        resolve_inside(root, c.path, source, f"components.{i}.path")
+        inside_k(root, c.path, source, f"components.{i}.path")
         if c.kind in ("tool", "check") and not c.data:
             raise InputError(source, f"components.{i}.data", f"a {c.kind} component needs its data file")
         if c.data:
-            data_path = resolve_inside(root, c.data, source, f"components.{i}.data")
+            data_path = inside_k(root, c.data, source, f"components.{i}.data")
             try:
                 if c.kind == "tool":
                     recipe = Recipe.model_validate(read_json(data_path))

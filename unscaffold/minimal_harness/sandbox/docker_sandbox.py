@@ -20,7 +20,7 @@ from unscaffold.errors import SandboxUnavailable
 from unscaffold.minimal_harness.sandbox.base import ExecResult, SandboxConfig
 from unscaffold.minimal_harness.sandbox.local import sandbox_env
 from unscaffold.minimal_harness.sandbox.output import OutputCollector
-from unscaffold.minimal_harness.sandbox.process import TIMEOUT_EXIT_CODE, timeout_note
+from unscaffold.minimal_harness.sandbox.process import TIMEOUT_EXIT_CODE, finish_output
 
 LABELS = {"unscaffold": "1"}
 # PATH inside the image: the host's virtualenv does not exist there.
@@ -252,12 +252,8 @@ class DockerSandbox:
             code = TIMEOUT_EXIT_CODE if code is None else int(code)
         # The wrapper exits 124 only when its watchdog fired, which cannot happen before the deadline.
         timed_out = cancelled.is_set() or (code == TIMEOUT_EXIT_CODE and duration >= timeout)
-        output = collector.text()
-        if timed_out:
-            note = timeout_note(timeout)
-            output = f"{output}\n{note}" if output else note
         return ExecResult(
-            output=output,
+            output=finish_output(collector.text(), timed_out, timeout),
             exit_code=code,
             timed_out=timed_out,
             elided_chars=collector.elided_chars,

@@ -22,6 +22,14 @@ def timeout_note(timeout_s: float) -> str:
     return f"[command timed out after {timeout_s:g} s; its process group was killed]"
 
 
+def finish_output(output: str, timed_out: bool, timeout_s: float) -> str:
+    """The collected output, with the timeout note appended when the command was killed."""
+    if not timed_out:
+        return output
+    note = timeout_note(timeout_s)
+    return f"{output}\n{note}" if output else note
+
+
 def _kill_group(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
@@ -101,12 +109,8 @@ def run_argv(
         code = TIMEOUT_EXIT_CODE
     elif code < 0:  # killed by a signal: report it as bash would
         code = 128 - code
-    output = collector.text()
-    if timed_out:
-        note = timeout_note(timeout_s)
-        output = f"{output}\n{note}" if output else note
     return ExecResult(
-        output=output,
+        output=finish_output(collector.text(), timed_out, timeout_s),
         exit_code=code,
         timed_out=timed_out,
         elided_chars=collector.elided_chars,
