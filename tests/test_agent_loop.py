@@ -131,3 +131,22 @@ def test_replay_exhausted_is_recorded_not_raised(tmp_path: Path, write_replay) -
 def test_format_problem(args, problem) -> None:
     response = AssistantResponse(tool_calls=[ToolCall(id="c", name="execute", arguments=args)])
     assert format_problem(response) == problem
+
+
+def test_cost_limit_with_prices(tmp_path: Path) -> None:
+    from unscaffold.llm.types import Usage
+
+    class Priced:
+        spec = "priced"
+
+        def complete(self, messages, tools):
+            return AssistantResponse(usage=Usage(input_tokens=1000, output_tokens=500),
+                                     tool_calls=[ToolCall(id="c", name="execute", arguments={"command": "true"})])
+
+    sandbox = UnisolatedSandbox(SandboxConfig(kind="none", workspace=tmp_path / "ws"))
+    traj = Trajectory(trial_id="t", task_id="t", suite="unit", student="priced", tools=[])
+    config = AgentConfig(max_cost_usd=0.01, price_in_per_mtok=3.0, price_out_per_mtok=6.0)
+    Agent(Priced(), sandbox, traj, config=config).run("x")
+    assert traj.exit_status == "cost_limit"
+    assert len(traj.steps) == 2  # 0.006 USD a step: the limit is reached after the second
+    assert traj.usage.cost_usd == pytest.approx(0.012)

@@ -42,6 +42,10 @@ def run(
     infra_retries: Annotated[int, typer.Option(min=0, help="Re-runs of a trial whose machinery failed.")] = 2,
     max_turns: Annotated[int, typer.Option(min=1)] = 40,
     command_timeout: Annotated[float, typer.Option(help="Seconds per command.")] = 60.0,
+    max_wall: Annotated[float | None, typer.Option(help="Seconds per trial.")] = None,
+    max_cost: Annotated[float | None, typer.Option(help="USD of student tokens per trial.")] = None,
+    price_in: Annotated[float, typer.Option(help="USD per million input tokens (for cost).")] = 0.0,
+    price_out: Annotated[float, typer.Option(help="USD per million output tokens (for cost).")] = 0.0,
 ) -> None:
     """Run trials of a suite; without a reviewer this is an evaluation."""
     from unscaffold.collect.models import RunConfig
@@ -57,7 +61,8 @@ def run(
             task_ids=[t for t in tasks.split(",") if t] if tasks else None, trials=trials,
             concurrency=concurrency, sandbox=sandbox, max_turns=max_turns, command_timeout_s=command_timeout,
             harness=harness, reviewer=reviewer, knowledge=knowledge, budget=budget,
-            reviewer_concurrency=reviewer_concurrency, infra_retries=infra_retries,
+            reviewer_concurrency=reviewer_concurrency, infra_retries=infra_retries, max_wall_s=max_wall,
+            max_cost_usd=max_cost, price_in_per_mtok=price_in, price_out_per_mtok=price_out,
         )
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=False) as bar:

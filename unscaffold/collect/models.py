@@ -29,6 +29,10 @@ class RunConfig(BaseModel):
     infra_retries: int = Field(2, ge=0, description="re-runs of a trial whose machinery failed")
     max_turns: int = Field(40, ge=1)
     command_timeout_s: float = Field(60.0, gt=0)
+    max_wall_s: float | None = Field(None, gt=0, description="per trial; a task's own limit wins when smaller")
+    max_cost_usd: float | None = Field(None, gt=0, description="per trial, student model cost")
+    price_in_per_mtok: float = Field(0.0, ge=0)
+    price_out_per_mtok: float = Field(0.0, ge=0)
 
     def identity(self) -> dict[str, Any]:
         """The fields that make two invocations the same run (resume only continues the same run)."""

@@ -64,10 +64,14 @@ def run_trial(
         isolation = sandbox.isolation
         in_setup = False
         try:
+            walls = [w for w in (task.agent_timeout_s, config.max_wall_s) if w]
             agent_config = AgentConfig(
                 max_turns=config.max_turns,
                 command_timeout_s=config.command_timeout_s,
-                max_wall_s=task.agent_timeout_s,
+                max_wall_s=min(walls) if walls else None,
+                max_cost_usd=config.max_cost_usd,
+                price_in_per_mtok=config.price_in_per_mtok,
+                price_out_per_mtok=config.price_out_per_mtok,
             )
             if context.reviewers is not None:
                 hook = ReviewHook(context.reviewers.for_trial(task.id), context.k, config.budget,

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from unscaffold.errors import ModelError
 from unscaffold.llm.base import Model
@@ -30,6 +30,9 @@ class AgentConfig(BaseModel):
     max_cost_usd: float | None = None
     max_format_errors: int = 3
     command_timeout_s: float = 60.0
+    price_in_per_mtok: float = Field(0.0, ge=0, description="USD per million input tokens, when the backend "
+                                     "reports no cost")
+    price_out_per_mtok: float = Field(0.0, ge=0, description="USD per million output tokens")
 
 
 class AgentExit(Exception):
@@ -94,7 +97,11 @@ class Agent:
         self.check_limits()
         started, t = now_iso(), time.monotonic()
         proposal = self.model.complete(self.traj.messages, self.traj.tools)
-        self.traj.usage = self.traj.usage + proposal.usage
+        usage = proposal.usage
+        if not usage.cost_usd and (self.config.price_in_per_mtok or self.config.price_out_per_mtok):
+            usage.cost_usd = (usage.input_tokens * self.config.price_in_per_mtok
+                              + usage.output_tokens * self.config.price_out_per_mtok) / 1e6
+        self.traj.usage = self.traj.usage + usage
         response = self.review_hook(list(self.traj.messages), proposal)
         record = StepRecord(
             turn=len(self.traj.steps) + 1,
