@@ -150,3 +150,27 @@ def test_cost_limit_with_prices(tmp_path: Path) -> None:
     assert traj.exit_status == "cost_limit"
     assert len(traj.steps) == 2  # 0.006 USD a step: the limit is reached after the second
     assert traj.usage.cost_usd == pytest.approx(0.012)
+
+
+def test_trajectory_writer_ends_with_the_last_snapshot(tmp_path: Path) -> None:
+    from unscaffold.minimal_harness.trajectory import TrajectoryWriter
+
+    traj = Trajectory(trial_id="t", task_id="t", suite="unit", student="s", tools=[])
+    writer = TrajectoryWriter(tmp_path / "trajectory.json")
+    for i in range(200):
+        traj.messages.append(Message(role="user", content=str(i)))
+        writer.submit(traj)
+    writer.close()
+    saved = Trajectory.load(tmp_path / "trajectory.json")
+    assert [m.content for m in saved.messages] == [str(i) for i in range(200)]
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_trajectory_writer_surfaces_write_errors(tmp_path: Path) -> None:
+    from unscaffold.minimal_harness.trajectory import TrajectoryWriter
+
+    (tmp_path / "blocked").write_text("a file where a folder should be")
+    writer = TrajectoryWriter(tmp_path / "blocked" / "trajectory.json")
+    writer.submit(Trajectory(trial_id="t", task_id="t", suite="unit", student="s", tools=[]))
+    with pytest.raises(NotADirectoryError):
+        writer.close()

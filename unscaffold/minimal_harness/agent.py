@@ -14,7 +14,7 @@ from unscaffold.llm.types import AssistantResponse, Message
 from unscaffold.minimal_harness.harness import Harness, MinimalHarness
 from unscaffold.minimal_harness.sandbox.base import Sandbox
 from unscaffold.minimal_harness.tool import format_problem
-from unscaffold.minimal_harness.trajectory import ExitStatus, StepRecord, Trajectory, now_iso
+from unscaffold.minimal_harness.trajectory import ExitStatus, StepRecord, Trajectory, TrajectoryWriter, now_iso
 
 # Sees the visible transcript and the proposal; returns what will run (the proposal itself to pass).
 ReviewHook = Callable[[list[Message], AssistantResponse], AssistantResponse]
@@ -59,6 +59,7 @@ class Agent:
         self.harness = harness or MinimalHarness()
         self.config = config or AgentConfig()
         self.review_hook, self.save_path = review_hook, save_path
+        self.writer = TrajectoryWriter(save_path) if save_path is not None else None
         self.format_errors_in_row = 0
         self._t0 = time.monotonic()
 
@@ -69,19 +70,23 @@ class Agent:
             Message(role="system", content=self.harness.system_prompt()),
             Message(role="user", content=instruction),
         ]
-        self.save()
         try:
-            while True:
-                self.step()
-        except AgentExit as e:
-            self.traj.exit_status = e.status
-            if e.status != "submitted":
-                self.traj.exception = str(e) if e.status == "error" else None
-        except ModelError as e:
-            self.traj.exit_status, self.traj.exception = "error", f"{type(e).__name__}: {e}"
-        self.traj.ended_at = now_iso()
-        self.traj.wall_s = time.monotonic() - self._t0
-        self.save()
+            self.save()
+            try:
+                while True:
+                    self.step()
+            except AgentExit as e:
+                self.traj.exit_status = e.status
+                if e.status != "submitted":
+                    self.traj.exception = str(e) if e.status == "error" else None
+            except ModelError as e:
+                self.traj.exit_status, self.traj.exception = "error", f"{type(e).__name__}: {e}"
+            self.traj.ended_at = now_iso()
+            self.traj.wall_s = time.monotonic() - self._t0
+            self.save()
+        finally:
+            if self.writer is not None:
+                self.writer.close()  # the last state is on disk before run() returns (or raises)
         return self.traj
 
     def check_limits(self) -> None:
@@ -146,5 +151,5 @@ class Agent:
             raise AgentExit("format_errors", f"{self.format_errors_in_row} malformed replies in a row")
 
     def save(self) -> None:
-        if self.save_path is not None:
-            self.traj.save(self.save_path)
+        if self.writer is not None:
+            self.writer.submit(self.traj)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -58,3 +59,53 @@ class Trajectory(BaseModel):
     @classmethod
     def load(cls, path: Path) -> Trajectory:
         return load_model(path, cls)
+
+
+class TrajectoryWriter:
+    """Saves a trajectory after every step without putting the write on the step's critical path.
+
+    `submit` takes a snapshot (new lists of the append-only messages and steps) and a writer thread
+    writes the newest one atomically; a snapshot not yet written is replaced by a newer one. `close`
+    writes the last snapshot before returning, so the file on disk always ends complete and current."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._cond = threading.Condition()
+        self._pending: Trajectory | None = None
+        self._closed = False
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._loop, name=f"save {path.parent.name}", daemon=True)
+        self._thread.start()
+
+    def submit(self, traj: Trajectory) -> None:
+        snapshot = traj.model_copy(update={"messages": list(traj.messages), "steps": list(traj.steps)})
+        with self._cond:
+            self._raise()
+            self._pending = snapshot
+            self._cond.notify()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+        self._thread.join()
+        self._raise()
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while self._pending is None and not self._closed:
+                    self._cond.wait()
+                snapshot, self._pending = self._pending, None
+                if snapshot is None:
+                    return
+            try:
+                snapshot.save(self.path)
+            except BaseException as e:  # surfaced to the agent on its next submit or close
+                with self._cond:
+                    self._error = e
