@@ -126,6 +126,7 @@ def _traj(change=None) -> dict:
         (lambda t: t.update(exit_status="turn_limit", final_answer=None), "audit:no_final_answer"),
         (lambda t: t["messages"][0].update(content="You are a different agent."), "audit:history_rewritten"),
         (lambda t: t.update(harness="hstar"), "not_deployment_harness"),
+        (lambda t: t["steps"][0].update(format_error="Format error: ..."), "format_error"),
     ],
 )
 def test_audit_reasons(change, reason) -> None:

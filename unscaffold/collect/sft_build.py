@@ -64,6 +64,8 @@ def build_row(traj: dict[str, Any], reviews: list[dict[str, Any]], prompt: str, 
     problem = audit(traj, reviews, prompt, raw)
     if problem:
         return None, problem
+    if any(s.get("format_error") for s in traj.get("steps", ())):
+        return None, "format_error"  # a malformed call would be trained as a target
     messages = chat_row(traj["messages"])
     masked = []
     replaced = [s for s in traj.get("steps", []) if s.get("replaced")]
