@@ -57,6 +57,10 @@ class Suite(ABC):
         """Suite metrics beyond pass@1 (e.g. SGC over scenarios)."""
         return {}
 
+    def describe(self) -> dict[str, str]:
+        """Facts about the suite's set-up that belong in results.json (e.g. a library version)."""
+        return {}
+
     def leak_markers(self) -> list[str]:
         """Strings K must never contain: task ids and gold answers (the K lint checks them)."""
         return sorted({t.id for split in self.splits() for t in self.tasks(split)})

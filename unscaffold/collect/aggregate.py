@@ -56,6 +56,6 @@ def aggregate(
         isolation=next((r.isolation for r in results if r.isolation), ""),
         unscaffold_version=__version__,
     )
-    for key, value in suite.metrics(tasks, per_task).items():
+    for key, value in {**suite.describe(), **suite.metrics(tasks, per_task)}.items():
         setattr(summary, key, value)
     return summary

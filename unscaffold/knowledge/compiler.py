@@ -195,16 +195,21 @@ def _ensure(path: Path) -> Path:
 
 
 def lint_k(k: K, markers: list[str]) -> list[str]:
-    """Task ids or gold answers of the suite K serves must not appear anywhere in K."""
+    """Task ids or gold answers of the suite K serves must not appear anywhere in K (as whole words).
+
+    A plain substring test screens each marker first, so 100,000 markers (a real USPTO-50k) cost
+    seconds; the word-boundary regex only runs on the few that occur at all."""
     import re
 
+    texts = {path: path.read_text(encoding="utf-8", errors="replace") for path in k.files()}
+    everything = "\n".join(texts.values())
     problems = []
-    for path in k.files():
-        text = path.read_text(encoding="utf-8", errors="replace")
-        for marker in markers:
-            if marker and re.search(rf"(?<![\w-]){re.escape(marker)}(?![\w-])", text):
-                problems.append(f"{path.relative_to(k.root)} contains {marker!r}")
-    return problems
+    for marker in markers:
+        if not marker or marker not in everything:
+            continue
+        word = re.compile(rf"(?<![\w-]){re.escape(marker)}(?![\w-])")
+        problems += [f"{p.relative_to(k.root)} contains {marker!r}" for p, text in texts.items() if word.search(text)]
+    return sorted(problems)
 
 
 def dump_report(report: CompileReport) -> str:
