@@ -1,0 +1,127 @@
+"""The `retrosynthesis` suite: USPTO-style single-step retrosynthesis, scored by RDKit exact match.
+
+The student sees the product (atom maps removed, canonicalised, so a mapping cannot leak the reaction
+centre) and the reaction type, and writes the reactants, dot-separated, to `answer.txt`. Without
+`--data` it runs the built-in set (120 textbook reactions over the ten USPTO-50k classes, 80 train / 40
+test); with `--data` it reads USPTO-50k CSVs (see `data.py`).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections import defaultdict
+from pathlib import Path
+
+from unscaffold.benchmarks.base import Score, Suite, Task
+from unscaffold.benchmarks.retrosynthesis.chem import RDKIT_VERSION, score_answer
+from unscaffold.benchmarks.retrosynthesis.data import BUILTIN, Reaction, load_reactions
+from unscaffold.errors import InputError
+from unscaffold.minimal_harness.sandbox.base import Sandbox, SandboxConfig, SandboxKind
+from unscaffold.minimal_harness.trajectory import Trajectory
+
+ANSWER = "answer.txt"
+PRODUCT_FILE = "product.smi"
+WORKDIR = "/workspace"
+HERE = Path(__file__).resolve().parent
+SPLIT_ORDER = ("train", "val", "test", None)
+
+
+def instruction(product: str, class_name: str | None) -> str:
+    """The task text: the product section (reaction type as context, product SMILES) and the answer format."""
+    kind = f"The reaction type is {class_name}.\n" if class_name else ""
+    return (
+        "Propose the reactants of a single-step reaction that makes the product below (retrosynthesis).\n\n"
+        f"## Product\n\n{kind}Product SMILES: {product}\n\n"
+        "## Answer\n\n"
+        f"Write the reactants as SMILES on one line of `{ANSWER}` in the workspace root, separated by dots "
+        "(for example `O=C(O)c1ccccc1.NC1CCCCC1`). List only the reactants that contribute atoms to the product: "
+        "no solvents, catalysts, bases or counter-ions. The product SMILES is also in "
+        f"`{PRODUCT_FILE}`. The answer is compared with the recorded reactants as canonical SMILES, in any order."
+    )
+
+
+class RetrosynthesisSuite(Suite):
+    name = "retrosynthesis"
+
+    def __init__(self, data: Path | None = None) -> None:
+        super().__init__(data)
+        self.reactions: list[Reaction] = load_reactions(self.data or BUILTIN)
+        self._by_id = {r.id: r for r in self.reactions}
+
+    def reaction(self, task: Task) -> Reaction:
+        try:
+            return self._by_id[task.id]
+        except KeyError:
+            raise InputError("--tasks", None, f"unknown retrosynthesis task {task.id!r}") from None
+
+    def tasks(self, split: str | None = None) -> list[Task]:
+        """A split's tasks; None: every task. A reaction whose reference does not canonicalise is left out."""
+        out = []
+        for r in self.reactions:
+            if split and r.split != split:
+                continue
+            try:
+                product = r.gold.product
+            except ValueError:
+                continue
+            out.append(Task(id=r.id, instruction=instruction(product, r.class_name), split=r.split,
+                            meta={"class": r.rclass, "reaction_type": r.class_name, "product": product}))
+        return out
+
+    def splits(self) -> list[str | None]:
+        present = {r.split for r in self.reactions}
+        return [s for s in SPLIT_ORDER if s in present]
+
+    def prepare(self, task: Task, trial_dir: Path, kind: SandboxKind, *, oracle: bool = False) -> SandboxConfig:
+        workspace = trial_dir / "workspace"
+        workspace.mkdir(parents=True, exist_ok=True)
+        (workspace / PRODUCT_FILE).write_text(self.reaction(task).gold.product + "\n", encoding="utf-8")
+        return SandboxConfig(kind=kind, workspace=workspace, workdir=WORKDIR if kind != "none" else None)
+
+    def oracle_commands(self, task: Task) -> list[str]:
+        return [f"printf '%s\\n' {shlex.quote(self.reaction(task).recorded_answer())} > {ANSWER}"]
+
+    def score(self, task: Task, trial_dir: Path, sandbox: Sandbox, trajectory: Trajectory) -> Score:
+        """Reads the answer from the trial workspace on the host (no sandbox call) and scores it in-process."""
+        path = trial_dir / "workspace" / ANSWER
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+        except OSError as e:
+            return Score(reward=0.0, reason=f"answer.txt could not be read: {e.strerror}",
+                         details={"rdkit_version": RDKIT_VERSION})
+        score = score_answer(text, self.reaction(task).gold)
+        score.details["class"] = self.reaction(task).rclass
+        return score
+
+    def metrics(self, tasks: list[Task], rewards: dict[str, float]) -> dict[str, float]:
+        """Pass@1 (percent) per reaction class, as USPTO-50k results are usually broken down."""
+        by_class: dict[int, list[float]] = defaultdict(list)
+        for t in tasks:
+            rclass = self._by_id[t.id].rclass if t.id in self._by_id else None
+            if rclass is not None and t.id in rewards:
+                by_class[rclass].append(rewards[t.id])
+        return {f"pass_at_1_class_{c}": round(100.0 * sum(v >= 1.0 - 1e-9 for v in vals) / len(vals), 4)
+                for c, vals in sorted(by_class.items())}
+
+    def describe(self) -> dict[str, str]:
+        """String facts for results.json (metrics() only carries numbers): the RDKit version and the data."""
+        return {"rdkit_version": RDKIT_VERSION, "data": str(self.data) if self.data else "built-in",
+                "n_reactions": str(len(self.reactions))}
+
+    def leak_markers(self) -> list[str]:
+        """Task ids and gold answers: the canonical reactant sets and, for unmapped data, the recorded strings."""
+        markers = set(super().leak_markers())
+        for r in self.reactions:
+            try:
+                markers.add(r.recorded_answer())
+            except ValueError:
+                continue
+            if ":" not in r.reactants:
+                markers.add(r.reactants)
+        return sorted(markers)
+
+    def bank_path(self) -> Path | None:
+        return HERE / "hstar"
+
+    def k_path(self) -> Path | None:
+        return HERE / "k"
