@@ -1,0 +1,188 @@
+"""`spreadsheet`: SpreadsheetBench-style tasks, built in (train/test) or from a real folder (`--data`).
+
+The workspace holds `spreadsheets/{n}_{id}_input.xlsx`; the student writes `output/{n}_{id}_output.xlsx`.
+Golden workbooks never enter it: real ones stay in the data folder, built-in ones are written to
+`TRIAL/golden/` only when the trial is scored. `/task/task.json` (read-only) repeats the task's fields,
+no answers, for the h* checks, which see no transcript.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from unscaffold.benchmarks.base import Score, Suite, Task
+from unscaffold.benchmarks.spreadsheet import tasks as builtin
+from unscaffold.benchmarks.spreadsheet.loader import Dataset, RealTask, load_dataset
+from unscaffold.benchmarks.spreadsheet.scorer import score_cases
+from unscaffold.errors import InputError
+from unscaffold.iojson import write_text_atomic
+from unscaffold.minimal_harness.sandbox.base import Mount, Sandbox, SandboxConfig, SandboxKind
+from unscaffold.minimal_harness.trajectory import Trajectory
+
+HERE = Path(__file__).resolve().parent
+WORKDIR = "/workspace"
+TASK_MOUNT = "/task"
+SOLUTION_MOUNT = "/solution"  # real data only, and only for --student oracle: the golden files
+SPLITS = ("train", "test")
+MIN_MARKER = 6  # shorter gold strings ("Open", "F") would match ordinary text in K
+
+
+def input_name(task_id: str, case: int = 1) -> str:
+    return f"{case}_{task_id}_input.xlsx"
+
+
+def output_name(task_id: str, case: int = 1) -> str:
+    return f"{case}_{task_id}_output.xlsx"
+
+
+def render_instruction(task_id: str, instruction: str, instruction_type: str, answer_position: str,
+                       cases: list[int]) -> str:
+    """The task message: the benchmark's fields, with workspace paths for input and output."""
+    if len(cases) == 1:
+        spreadsheet_path = f"spreadsheets/{input_name(task_id, cases[0])}"
+        output_path = f"output/{output_name(task_id, cases[0])}"
+        each = ""
+    else:
+        spreadsheet_path = "spreadsheets/ (test cases " + ", ".join(input_name(task_id, n) for n in cases) + ")"
+        output_path = "output/ (" + ", ".join(output_name(task_id, n) for n in cases) + ", one per input)"
+        each = " Apply the same manipulation to every test case."
+    return (
+        "Solve this spreadsheet task in the workspace, with bash and Python (openpyxl is installed).\n\n"
+        f"instruction: {instruction}\n"
+        f"spreadsheet_path: {spreadsheet_path}\n"
+        f"instruction_type: {instruction_type}\n"
+        f"answer_position: {answer_position}\n"
+        f"output_path: {output_path}\n\n"
+        "Save the whole workbook, changed as the instruction asks, to output_path and leave the input file as it "
+        "is. Only the cells in answer_position are graded; a range without a sheet name is on the first sheet."
+        f"{each} When the output is saved, reply with a short final message and no tool call."
+    )
+
+
+class SpreadsheetSuite(Suite):
+    name = "spreadsheet"
+
+    def __init__(self, data: Path | None = None) -> None:
+        super().__init__(data)
+        self.dataset: Dataset | None = load_dataset(self.data) if self.data else None
+
+    @cached_property
+    def built(self) -> dict[str, builtin.BuiltTask]:
+        """The built-in tasks by id (generated once, in memory, in well under a second)."""
+        return {t.id: t for t in builtin.all_tasks()}
+
+    def real(self, task_id: str) -> RealTask | None:
+        if self.dataset is None:
+            return None
+        return next((t for t in self.dataset.tasks if t.id == task_id), None)
+
+    def splits(self) -> list[str | None]:
+        return [None] if self.dataset else list(SPLITS)
+
+    def tasks(self, split: str | None = None) -> list[Task]:
+        """Real tasks when --data is given, else the built-in ones of the split (None: both)."""
+        if self.dataset is not None:  # real data has no splits: every task belongs to any split asked for
+            return [self._task(t.id, t.instruction, t.instruction_type, t.answer_position,
+                               [c.number for c in t.cases], None,
+                               {"source": "spreadsheetbench", "notes": t.notes}) for t in self.dataset.tasks]
+        if split is not None and split not in SPLITS:
+            raise InputError("--split", None, f"the built-in spreadsheet tasks have the splits train and test, "
+                             f"not {split!r}")
+        return [self._task(t.id, t.instruction, t.instruction_type, t.answer_position, [1], t.split,
+                           {"source": "built-in", "family": t.family, "features": list(t.features),
+                            "prefilled": t.prefilled})
+                for t in self.built.values() if split is None or t.split == split]
+
+    def _task(self, task_id: str, instruction: str, instruction_type: str, answer_position: str,
+              cases: list[int], split: str | None, meta: dict[str, Any]) -> Task:
+        meta.update({"instruction": instruction, "instruction_type": instruction_type, "cases": cases,
+                     "answer_position": answer_position})
+        return Task(id=task_id, split=split, meta=meta,
+                    instruction=render_instruction(task_id, instruction, instruction_type, answer_position, cases))
+
+    def prepare(self, task: Task, trial_dir: Path, kind: SandboxKind, *, oracle: bool = False) -> SandboxConfig:
+        """Inputs under canonical names in `spreadsheets/`, an empty `output/`, the task file at /task."""
+        workspace = trial_dir / "workspace"
+        (workspace / "spreadsheets").mkdir(parents=True, exist_ok=True)
+        (workspace / "output").mkdir(exist_ok=True)
+        real = self.real(task.id)
+        mounts = [Mount(source=trial_dir / "task", target=TASK_MOUNT)]
+        if real is None:
+            builtin.write_workbook(self.built[task.id].inputs, workspace / "spreadsheets" / input_name(task.id))
+        else:
+            for case in real.cases:
+                shutil.copyfile(case.input, workspace / "spreadsheets" / input_name(task.id, case.number))
+            if oracle:
+                mounts.append(Mount(source=real.folder, target=SOLUTION_MOUNT))
+        fields = {k: task.meta[k] for k in ("instruction", "instruction_type", "answer_position")}
+        fields.update({
+            "id": task.id,
+            "inputs": [f"spreadsheets/{input_name(task.id, n)}" for n in task.meta["cases"]],
+            "outputs": [f"output/{output_name(task.id, n)}" for n in task.meta["cases"]],
+        })
+        write_text_atomic(trial_dir / "task" / "task.json", json.dumps(fields, indent=2) + "\n")
+        return SandboxConfig(kind=kind, workspace=workspace, workdir=None if kind == "none" else WORKDIR,
+                             mounts=mounts, network=False)
+
+    def oracle_commands(self, task: Task) -> list[str]:
+        """Built-in: inspect, solve, verify. Real data has no solution code: the golden files are copied."""
+        real = self.real(task.id)
+        if real is None:
+            return builtin.oracle_commands(self.built[task.id], f"spreadsheets/{input_name(task.id)}",
+                                           f"output/{output_name(task.id)}")
+        copies = [f"cp {shlex.quote(f'{SOLUTION_MOUNT}/{case.golden.name}')} "
+                  f"{shlex.quote(f'output/{output_name(task.id, case.number)}')}" for case in real.cases]
+        return ["mkdir -p output && " + " && ".join(copies)]
+
+    def golden_paths(self, task: Task, trial_dir: Path) -> list[tuple[int, Path]]:
+        """(case number, golden workbook); built-in goldens are written here, at scoring time."""
+        real = self.real(task.id)
+        if real is not None:
+            return [(case.number, case.golden) for case in real.cases]
+        path = trial_dir / "golden" / f"1_{task.id}_golden.xlsx"
+        builtin.write_workbook(self.built[task.id].golden, path)
+        return [(1, path)]
+
+    def score(self, task: Task, trial_dir: Path, sandbox: Sandbox, trajectory: Trajectory) -> Score:
+        """Compare the answer range of each output with its golden workbook on the host; the
+        sandbox is not needed (nothing of the student's runs here, only openpyxl and the recalculation)."""
+        out_dir = trial_dir / "workspace" / "output"
+        cases = [(golden, out_dir / output_name(task.id, n), f"output/{output_name(task.id, n)}")
+                 for n, golden in self.golden_paths(task, trial_dir)]
+        return score_cases(cases, task.meta["answer_position"])
+
+    def leak_markers(self) -> list[str]:
+        """Task ids and the distinctive gold values the student has to work out (not copied from the
+        input): strings of 6+ characters, numbers from 100 with decimals, dates."""
+        markers = set(super().leak_markers())
+        if self.dataset is not None:
+            return sorted(markers)
+        for t in self.built.values():
+            visible = {gold_marker(v) for s in t.inputs for v in s.cells.values()}  # in the input: no secret
+            for sheet, coord in t.answer_cells():
+                marker = gold_marker(t.golden_value(sheet, coord))
+                if marker and marker not in visible:
+                    markers.add(marker)
+        return sorted(markers)
+
+    def bank_path(self) -> Path | None:
+        return HERE / "hstar"
+
+    def k_path(self) -> Path | None:
+        return HERE / "k"
+
+
+def gold_marker(value: Any) -> str | None:
+    """How a gold value would appear in text, if it is distinctive enough to flag."""
+    if isinstance(value, str):
+        return value if len(value.strip()) >= MIN_MARKER else None
+    if isinstance(value, float) and value != int(value) and abs(value) >= 100:
+        return f"{value:.2f}"  # 100.25 and longer: short decimals would match ordinary numbers in K
+    if hasattr(value, "year"):
+        return value.strftime("%Y-%m-%d")
+    return None
