@@ -261,3 +261,29 @@ def test_ordered_detector() -> None:
     spec = DetectorSpec(description="inspect then write", commands=[r"\bhead\b", r">"], ordered=True)
     assert detect(spec, _traj_with(["head in.csv", "echo x > out"]))
     assert not detect(spec, _traj_with(["echo x > out", "head in.csv"]))
+
+
+def test_stall_and_turn_budget_rules_and_detectors() -> None:
+    from unscaffold.behaviors.detector import DetectorSpec, detect
+    from unscaffold.knowledge.bank import TranscriptRule
+
+    stall = Middleware(component_id="check:stall", rule=TranscriptRule(
+        when="finish", content_matches=r"(?i)^\s*(?:I will|Let me)\b", instruction="Run the step."))
+    transcript = [Message(role="user", content="t")]
+    hint = evaluate(stall, transcript, AssistantResponse(content="Let me check the file next."))
+    assert hint is not None and hint.evidence == ("the proposal ends the episode; the proposal's text matches "
+                                                  "/(?i)^\\s*(?:I will|Let me)\\b/: Let me")
+    assert evaluate(stall, transcript, AssistantResponse(content="The total is 42.")) is None
+    budget = Middleware(component_id="check:turn_budget", rule=TranscriptRule(at_turns=[3], instruction="Hurry."))
+    two_turns = transcript + [Message(role="assistant", content="a"), Message(role="assistant", content="b")]
+    command = AssistantResponse(tool_calls=[ToolCall(id="c", name="execute", arguments={"command": "ls"})])
+    assert evaluate(budget, two_turns, command).evidence == "this is turn 3 (budget notes at turns 3)"
+    assert evaluate(budget, two_turns[:2], command) is None
+    finished = _traj_with(["ls"])
+    finished.exit_status, finished.final_answer = "submitted", "The answer is 4."
+    finished.steps = [None] * 2  # two turns
+    assert detect(DetectorSpec(description="d", final_answer_lacks=r"^Let me"), finished)
+    assert detect(DetectorSpec(description="d", within_turns=2), finished)
+    assert not detect(DetectorSpec(description="d", within_turns=1), finished)
+    finished.final_answer = "Let me look again."
+    assert not detect(DetectorSpec(description="d", final_answer_lacks=r"^Let me"), finished)

@@ -43,7 +43,7 @@ def test_bank_components_all_have_detectors() -> None:
     assert ids == [
         "tool:inspect_workbook", "tool:write_cells", "tool:verify_output",
         "check:prefilled_guard", "check:output_opens", "check:formula_errors", "check:answer_range",
-        "check:repeated_error",
+        "check:repeated_error", "check:stall", "check:turn_budget",
         "skill:inspect", "skill:infer-from-examples", "skill:write", "skill:recalculate", "skill:verify",
         "memory:examples-are-the-spec", "memory:edit-in-place", "memory:literal-values", "memory:coordinate-drift",
         "memory:first-sheet",
@@ -129,6 +129,12 @@ HAND = {
     "new-workbook": trajectory(["python3 -c \"import openpyxl; wb = openpyxl.Workbook(); wb.save('result.xlsx')\""]),
     "first-sheet": trajectory(["python3 -c \"import openpyxl; wb = openpyxl.load_workbook('in.xlsx'); "
                                "ws = wb.worksheets[0]\""]),
+    "finished-in-3": trajectory(["ls", "ls", "ls"]).model_copy(update={
+        "exit_status": "submitted", "final_answer": "Wrote output/1_t_output.xlsx.", "steps": [None] * 4}),
+    "stalled": trajectory(["ls"]).model_copy(update={
+        "exit_status": "submitted", "final_answer": "Let me now write the output workbook.", "steps": [None] * 2}),
+    "finished-in-30": trajectory(["ls"] * 29).model_copy(update={
+        "exit_status": "submitted", "final_answer": "Done.", "steps": [None] * 30}),
 }
 
 # component -> (trajectories where the behaviour shows, trajectories where it does not)
@@ -153,6 +159,8 @@ EXPECTED = {
     "memory:literal-values": (["oracle:due-dates-0", "oracle:text-dates-0"], ["oracle:staff-codes-0"]),
     "memory:coordinate-drift": (["oracle:staff-codes-0"], ["naive:staff-codes-0"]),
     "memory:first-sheet": (["hand:first-sheet"], ["oracle:staff-codes-0"]),
+    "check:stall": (["hand:finished-in-3", "hand:finished-in-30"], ["hand:stalled", "naive:staff-codes-0"]),
+    "check:turn_budget": (["hand:finished-in-3", "hand:stalled"], ["hand:finished-in-30", "naive:staff-codes-0"]),
 }
 
 
@@ -284,3 +292,24 @@ def test_tools_protect_examples_and_flag_the_answer_range(tmp_path: Path) -> Non
     missing = script("tools/verify_output.py", {"input": "in.xlsx", "output": "nope.xlsx", "answer_position": "B2"},
                      tmp_path)
     assert (missing.returncode, missing.stdout) == (1, "nope.xlsx: no such file\n")
+
+
+@pytest.mark.parametrize(
+    "script,context,code,message",
+    [
+        ("stall.py", {"final_answer": "Let me write the workbook now."}, 1, "This reply only says what you will do"),
+        ("stall.py", {"final_answer": "Wrote output/1_t_output.xlsx and verified it."}, 0, ""),
+        ("turn_budget.py", {"turn": 25}, 1, "Turn budget: 25 of 40 turns used, 15 left."),
+        ("turn_budget.py", {"turn": 35}, 1, "Turn budget: 35 of 40 turns used, 5 left."),
+        ("turn_budget.py", {"turn": 26}, 0, ""),
+    ],
+)
+def test_stall_and_turn_budget_checks(script: str, context: dict, code: int, message: str) -> None:
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(BANK / "checks" / script), json.dumps(context)],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == code
+    assert done.stdout.startswith(message)

@@ -22,6 +22,8 @@ class DetectorSpec(BaseModel):
     ordered: bool = Field(False, description="the `commands` matches must come in this order")
     after_last: str | None = Field(None, description="only actions after the last one matching this count")
     observations: str | None = Field(None, description="some tool result must also match this regex")
+    final_answer_lacks: str | None = Field(None, description="the episode ended with an answer not matching this")
+    within_turns: int | None = Field(None, ge=1, description="the episode ended with an answer by this turn")
 
     @field_validator("commands")
     @classmethod
@@ -51,6 +53,16 @@ def student_actions(traj: Trajectory) -> list[tuple[str, str]]:
 
 
 def detect(spec: DetectorSpec, traj: Trajectory) -> bool:
+    """Every condition the spec names must hold; `tools` and `commands` together are one condition."""
+    answered = traj.exit_status == "submitted" and traj.final_answer is not None
+    if spec.final_answer_lacks is not None:
+        if not answered or re.search(spec.final_answer_lacks, traj.final_answer or ""):
+            return False
+    if spec.within_turns is not None and (not answered or len(traj.steps) > spec.within_turns):
+        return False
+    if not spec.tools and not spec.commands and (spec.final_answer_lacks or spec.within_turns):
+        return spec.observations is None or any(
+            m.role == "tool" and re.search(spec.observations, m.content) for m in traj.messages)
     actions = student_actions(traj)
     if spec.after_last:
         last = max((i for i, (_, text) in enumerate(actions) if re.search(spec.after_last, text)), default=-1)

@@ -70,10 +70,13 @@ class TranscriptRule(Strict):
     last_observation_matches: str | None = None
     repeated_error: RepeatedError | None = None
     min_turn: int | None = Field(None, ge=1)
+    at_turns: list[int] | None = Field(None, description="fires only on these turns (turn-budget notes)")
+    content_matches: str | None = Field(None, description="regex over the proposal's visible text (a stall)")
     instruction: str = Field(min_length=1)
     remedy: Remedy | None = None
 
-    @field_validator("command_matches", "command_lacks", "require_prior_command", "last_observation_matches")
+    @field_validator("command_matches", "command_lacks", "require_prior_command", "last_observation_matches",
+                     "content_matches")
     @classmethod
     def _regex(cls, value: str | None) -> str | None:
         if value is not None:

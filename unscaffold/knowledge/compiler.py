@@ -119,7 +119,8 @@ def middleware_for(bank: Bank, index: int, check: CheckSpec) -> Middleware:
         raise InputError(source, field, f"check {check.name!r} has no transcript_rule, so it cannot become "
                          "review middleware (a check is never dropped silently)")
     conditions = [rule.command_matches, rule.command_lacks, rule.require_prior_command,
-                  rule.last_observation_matches, rule.repeated_error, rule.min_turn]
+                  rule.last_observation_matches, rule.repeated_error, rule.min_turn, rule.at_turns,
+                  rule.content_matches]
     if rule.when == "any" and all(c is None for c in conditions):
         raise InputError(source, field, "the rule has no condition, so it would fire on every step")
     return Middleware(component_id=f"check:{check.name}", rule=rule)

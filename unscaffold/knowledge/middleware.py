@@ -90,11 +90,19 @@ def evaluate(mw: Middleware, transcript: list[Message], proposal: AssistantRespo
             return None
         evidence.append(f"the error {_short(common[0][0])!r} appeared {common[0][1]} times in the last "
                         f"{min(rep.window, len(results))} results")
+    if rule.content_matches is not None:
+        if not (m := re.search(rule.content_matches, proposal.content or "")):
+            return None
+        evidence.append(f"the proposal's text matches /{rule.content_matches}/: {_short(m.group(0))}")
+    turn = sum(1 for m in transcript if m.role == "assistant") + 1
     if rule.min_turn is not None:
-        turn = sum(1 for m in transcript if m.role == "assistant") + 1
         if turn < rule.min_turn:
             return None
         evidence.append(f"this is turn {turn} (budget note from turn {rule.min_turn})")
+    if rule.at_turns is not None:
+        if turn not in rule.at_turns:
+            return None
+        evidence.append(f"this is turn {turn} (budget notes at turns {', '.join(map(str, rule.at_turns))})")
     return Hint(component_id=mw.component_id, evidence="; ".join(evidence), instruction=rule.instruction)
 
 

@@ -25,6 +25,8 @@ SCRIPTS = {
     "checks/formula_errors.py": "bank_src/formula_errors.py",
     "checks/answer_range.py": "bank_src/answer_range.py",
     "checks/repeated_error.py": "bank_src/repeated_error.py",
+    "checks/stall.py": "bank_src/stall.py",
+    "checks/turn_budget.py": "bank_src/turn_budget.py",
 }
 HEADER = "# Self-contained script: the helpers it needs are included below.\n# ruff: noqa"
 

@@ -1,0 +1,92 @@
+"""`appworld_lite`: a self-contained app world (six apps plus supervisor and api_docs over SQLite), 39
+scenarios of 3 tasks, state-based verification and AppWorld's TGC/SGC.
+
+Per trial, the workspace gets `apis.py` (the client), `.apps/world.db` (the task's world),
+`.apps/apps.py` (the apps the client serves) and `.apps/task.json` (the request, no gold). The gold
+(the changes and the answer) stays in this process and a copy of the initial world in
+`TRIAL/gold/`, outside the workspace."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from unscaffold.benchmarks.appworld_lite.apis import DB_FILE, STATE_DIR
+from unscaffold.benchmarks.appworld_lite.catalog import SPLITS, LiteTask, catalog
+from unscaffold.benchmarks.appworld_lite.metrics import goal_completion
+from unscaffold.benchmarks.appworld_lite.verify import verify
+from unscaffold.benchmarks.appworld_lite.world import setup_workspace
+from unscaffold.benchmarks.base import Score, Suite, Task
+from unscaffold.errors import InputError
+from unscaffold.minimal_harness.sandbox.base import Sandbox, SandboxConfig, SandboxKind
+from unscaffold.minimal_harness.trajectory import Trajectory
+
+HERE = Path(__file__).resolve().parent
+WORKDIR = "/workspace"
+GOLD = "gold"
+MIN_MARKER = 4  # shorter answers (small counts) would match ordinary text in K
+
+
+class AppWorldLiteSuite(Suite):
+    name = "appworld_lite"
+
+    def __init__(self, data: Path | None = None) -> None:
+        if data is not None:
+            raise InputError("--data", None, "appworld_lite generates its own tasks and takes no --data")
+        super().__init__(None)
+
+    def lite_task(self, task: Task | str) -> LiteTask:
+        return catalog()[task if isinstance(task, str) else task.id]
+
+    def splits(self) -> list[str | None]:
+        return list(SPLITS)
+
+    def tasks(self, split: str | None = None) -> list[Task]:
+        if split is not None and split not in SPLITS:
+            raise InputError("--split", None, f"appworld_lite has the splits {', '.join(SPLITS)}, not {split!r}")
+        return [
+            Task(id=t.id, instruction=t.instruction, split=t.split, scenario=t.scenario,
+                 meta={"template": t.template.name, "needs_all_pages": t.instance.needs_all_pages})
+            for t in catalog().values() if split is None or t.split == split
+        ]
+
+    def prepare(self, task: Task, trial_dir: Path, kind: SandboxKind, *, oracle: bool = False) -> SandboxConfig:
+        """The task's world in the workspace; a copy of it beside, for the verifier to diff against."""
+        lt = self.lite_task(task)
+        workspace = trial_dir / "workspace"
+        state = setup_workspace(workspace, lt.world, {"task_id": lt.id, "task": lt.template.task(lt.instance.params),
+                                                      "supervisor": lt.world.supervisor_dict()})
+        (trial_dir / GOLD).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(state / DB_FILE, trial_dir / GOLD / "initial.db")
+        return SandboxConfig(kind=kind, workspace=workspace, workdir=None if kind == "none" else WORKDIR,
+                             network=False)
+
+    def oracle_commands(self, task: Task) -> list[str]:
+        return self.lite_task(task).commands()
+
+    def score(self, task: Task, trial_dir: Path, sandbox: Sandbox, trajectory: Trajectory) -> Score:
+        """Diff the final world against the initial one; the gold outcome never enters the sandbox."""
+        lt = self.lite_task(task)
+        score = verify(trial_dir / GOLD / "initial.db", trial_dir / "workspace" / STATE_DIR / DB_FILE,
+                       lt.instance.outcome)
+        score.details["needs_all_pages"] = lt.instance.needs_all_pages
+        return score
+
+    def metrics(self, tasks: list[Task], rewards: dict[str, float]) -> dict[str, float]:
+        return goal_completion(tasks, rewards)
+
+    def leak_markers(self) -> list[str]:
+        """Task ids, scenario ids and every answer long enough to be distinctive."""
+        markers = set(super().leak_markers())
+        for t in catalog().values():
+            markers.add(t.scenario)
+            answer = t.instance.outcome.answer
+            if answer is not None and len(str(answer)) >= MIN_MARKER:
+                markers.add(str(answer))
+        return sorted(markers)
+
+    def bank_path(self) -> Path | None:
+        return HERE / "hstar"
+
+    def k_path(self) -> Path | None:
+        return HERE / "k"

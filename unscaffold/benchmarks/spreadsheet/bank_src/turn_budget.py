@@ -1,0 +1,20 @@
+"""After a command at turns 25 and 35 of 40: a note on the remaining budget."""
+
+from __future__ import annotations
+
+from unscaffold.benchmarks.spreadsheet.bank_src.common import arguments, run
+
+NOTES = {25: 15, 35: 5}
+
+
+def main() -> int:
+    turn = int(arguments().get("turn", 0))
+    if turn in NOTES:
+        print(f"Turn budget: {turn} of 40 turns used, {NOTES[turn]} left. Write the output workbook now if it "
+              "is not written, verify it, and finish.")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    run(main)
