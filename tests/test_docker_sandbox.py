@@ -27,7 +27,7 @@ from unscaffold.minimal_harness.sandbox.docker_sandbox import (
     exec_argv,
     live_container_ids,
 )
-from unscaffold.minimal_harness.sandbox.process import TIMEOUT_EXIT_CODE, timeout_note
+from unscaffold.minimal_harness.sandbox.stream import TIMEOUT_EXIT_CODE, timeout_note
 
 # ---------------------------------------------------------------- pure functions
 

@@ -135,6 +135,11 @@ def test_rlimits_cap_file_size(tmp_path: Path) -> None:
     assert r.output.strip().endswith("1048576")
 
 
+def test_pipes_end_with_sigpipe_as_in_a_terminal(box) -> None:
+    r = box.execute("yes | head -n 2; echo ${PIPESTATUS[0]}")
+    assert r.output == "y\ny\n141\n"  # 128 + SIGPIPE, not an error message from `yes`
+
+
 def test_pid_namespace_hides_host_processes(box) -> None:
     r = box.execute("ls /proc | grep -E '^[0-9]+$' | wc -l")
     assert int(r.output.strip()) < 10

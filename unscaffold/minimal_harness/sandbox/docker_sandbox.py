@@ -20,7 +20,7 @@ from unscaffold.errors import SandboxUnavailable
 from unscaffold.minimal_harness.sandbox.base import ExecResult, SandboxConfig
 from unscaffold.minimal_harness.sandbox.local import sandbox_env
 from unscaffold.minimal_harness.sandbox.output import OutputCollector
-from unscaffold.minimal_harness.sandbox.process import TIMEOUT_EXIT_CODE, finish_output
+from unscaffold.minimal_harness.sandbox.stream import TIMEOUT_EXIT_CODE, finish_output
 
 LABELS = {"unscaffold": "1"}
 # PATH inside the image: the host's virtualenv does not exist there.

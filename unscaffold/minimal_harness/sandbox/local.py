@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import shutil
@@ -11,13 +10,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import unscaffold
 from unscaffold.errors import SandboxUnavailable
 from unscaffold.minimal_harness.sandbox import shell_server
 from unscaffold.minimal_harness.sandbox.base import ExecResult, SandboxConfig
-from unscaffold.minimal_harness.sandbox.process import TIMEOUT_EXIT_CODE, timeout_note
+from unscaffold.minimal_harness.sandbox.stream import TIMEOUT_EXIT_CODE, timeout_note
 
 INSTALL_HINT = (
     "bubblewrap (bwrap) is not installed: install it with `apt-get install -y bubblewrap` "
@@ -44,6 +44,14 @@ def sandbox_env(config: SandboxConfig) -> dict[str, str]:
     }
     env.update(config.env)
     return env
+
+
+def parse_answer(header: bytes, read: Callable[[int], bytes]) -> ExecResult:
+    """`EXIT TIMED_OUT ELIDED DURATION NBYTES` then the output (see shell_server)."""
+    code, timed_out, elided, duration, size = header.split()
+    output = read(int(size)).decode("utf-8", errors="replace")
+    return ExecResult(output=output, exit_code=int(code), timed_out=timed_out == b"1", elided_chars=int(elided),
+                      duration_s=float(duration))
 
 
 def _hidden_runtime_paths() -> list[str]:
@@ -118,43 +126,55 @@ class LocalSandbox:
                 self._proc = self._start()
             proc = self._proc
             t0 = time.monotonic()
+            deadline = t0 + timeout + _GRACE_S
+            data = command.encode("utf-8", errors="replace")
             try:
                 assert proc.stdin is not None
-                proc.stdin.write(json.dumps({"command": command, "timeout_s": timeout}).encode() + b"\n")
+                proc.stdin.write(f"{timeout!r} {len(data)}\n".encode() + data)
                 proc.stdin.flush()
-                line = self._read_line(proc, deadline=t0 + timeout + _GRACE_S)
-            except (BrokenPipeError, OSError):
-                line = None
-            if line is None:  # the server died or hung: start over next time, report what happened
-                self._stop()
+                header = self._read_until(proc, b"\n", deadline)
+                answer = parse_answer(header, lambda n: self._read_exact(proc, n, deadline))
+            except (BrokenPipeError, OSError, ValueError):
+                answer = None
+            if answer is None:  # the server died, hung or garbled: start over next time, say what happened
                 died = proc.poll() is not None
-                note = "[the sandbox shell died during the command]" if died else timeout_note(timeout)
-                return ExecResult(output=note, exit_code=TIMEOUT_EXIT_CODE if not died else 137,
-                                  timed_out=not died, duration_s=time.monotonic() - t0)
-            try:
-                return ExecResult.from_json(line)
-            except (ValueError, KeyError, TypeError):
                 self._stop()
-                return ExecResult(output="[the sandbox shell sent an unreadable answer]", exit_code=137,
+                if died:
+                    return ExecResult(output="[the sandbox shell died during the command]", exit_code=137,
+                                      duration_s=time.monotonic() - t0)
+                return ExecResult(output=timeout_note(timeout), exit_code=TIMEOUT_EXIT_CODE, timed_out=True,
                                   duration_s=time.monotonic() - t0)
+            return answer
 
-    def _read_line(self, proc: subprocess.Popen[bytes], deadline: float) -> bytes | None:
+    def _fill(self, proc: subprocess.Popen[bytes], deadline: float) -> None:
+        """Read what the server has sent so far into the buffer; EOF or the deadline raise ValueError."""
         assert proc.stdout is not None
         fd = proc.stdout.fileno()
-        while b"\n" not in self._buffer:
+        while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return None
+                raise ValueError("no answer before the deadline")
             ready, _, _ = select.select([fd], [], [], remaining)
-            if not ready:
-                continue
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                return None
-            self._buffer += chunk
-        line, _, rest = bytes(self._buffer).partition(b"\n")
+            if ready:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    raise ValueError("the server closed its output")
+                self._buffer += chunk
+                return
+
+    def _read_until(self, proc: subprocess.Popen[bytes], separator: bytes, deadline: float) -> bytes:
+        while separator not in self._buffer:
+            self._fill(proc, deadline)
+        line, _, rest = bytes(self._buffer).partition(separator)
         self._buffer[:] = rest
         return line
+
+    def _read_exact(self, proc: subprocess.Popen[bytes], size: int, deadline: float) -> bytes:
+        while len(self._buffer) < size:
+            self._fill(proc, deadline)
+        data = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        return data
 
     def _stop(self) -> None:
         proc, self._proc = self._proc, None

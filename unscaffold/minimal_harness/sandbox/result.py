@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 FIELDS = ("output", "exit_code", "timed_out", "elided_chars", "duration_s")
 
 
@@ -24,10 +22,14 @@ class ExecResult:
         return {name: getattr(self, name) for name in FIELDS}
 
     def to_json(self) -> str:
+        import json  # lazily: the shell server never needs it
+
         return json.dumps(self.to_dict(), ensure_ascii=False)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> ExecResult:
+        import json
+
         data = json.loads(text)
         if not isinstance(data, dict):
             raise ValueError("expected a JSON object")
