@@ -27,15 +27,6 @@ from unscaffold.minimal_harness.tool import EXECUTE_TOOL, system_prompt
 from unscaffold.minimal_harness.trajectory import Trajectory
 
 
-def median_ms(fn, n: int) -> float:
-    samples = []
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t)
-    return statistics.median(samples) * 1000
-
-
 def step_overhead(work: Path, episodes: int, kind: str, turns: int = 40) -> dict[str, float]:
     """Per-step time over whole episodes of `turns` steps, so the transcript grows as in a real trial."""
     replay = work / "steps.json"
@@ -45,19 +36,23 @@ def step_overhead(work: Path, episodes: int, kind: str, turns: int = 40) -> dict
     sandbox = open_sandbox(SandboxConfig(kind=kind, workspace=work / "ws"))
     sandbox.execute("true")  # start-up is a per-trial cost, not a per-step one
     samples: list[float] = []
+    bare: list[float] = []
     for episode in range(episodes):
         traj = Trajectory(trial_id=f"e{episode}", task_id="perf", suite="perf", student="replay", tools=[EXECUTE_TOOL])
         traj.messages = [Message(role="system", content=system_prompt()), Message(role="user", content="perf")]
         agent = Agent(provider.for_trial("perf"), sandbox, traj, config=AgentConfig(max_turns=turns),
                       save_path=work / "trajectory.json")
-        for _ in range(turns):
+        for _ in range(turns):  # baseline and harness alternate, so both see the same machine
+            t = time.perf_counter()
+            subprocess.run(["bash", "-c", "true"])
+            bare.append(time.perf_counter() - t)
             t = time.perf_counter()
             agent.step()
             samples.append(time.perf_counter() - t)
     sandbox.close()
-    bare = median_ms(lambda: subprocess.run(["bash", "-c", "true"]), len(samples))
+    bare_ms = statistics.median(bare) * 1000
     harness = statistics.median(samples) * 1000
-    return {"bare_ms": round(bare, 3), "step_ms": round(harness, 3), "ratio": round(harness / bare, 3)}
+    return {"bare_ms": round(bare_ms, 3), "step_ms": round(harness, 3), "ratio": round(harness / bare_ms, 3)}
 
 
 def make_tasks(root: Path, n: int) -> Path:

@@ -47,16 +47,20 @@ def write_json_atomic(path: Path, data: Any, durable: bool = True) -> None:
     write_text_atomic(path, text + "\n", durable=durable)
 
 
-def append_jsonl(path: Path, record: Any) -> None:
-    """Append one line; a single write of a short line is atomic enough for an append-only log."""
+def append_jsonl(path: Path, record: Any, durable: bool = False) -> None:
+    """Append one line with a single O_APPEND write: a killed process leaves whole lines only.
+
+    `durable=True` adds an fsync (power loss); logs written on every step skip it, since an fsync per
+    line serialises concurrent trials on the file system's journal."""
     line = record.model_dump_json(exclude_none=True) if isinstance(record, BaseModel) else json.dumps(
         record, ensure_ascii=False, default=str
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as f:
         f.write(line + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
 
 
 def read_json(path: Path) -> Any:

@@ -98,7 +98,7 @@ class HarborSuite(Suite):
         command = f"env {env} {VERIFIER_COMMAND}" if env else VERIFIER_COMMAND
         result = sandbox.execute(command, timeout_s=ht.config.verifier.timeout_sec)
         verifier_dir = trial_dir / "logs" / "verifier"
-        write_text_atomic(verifier_dir / "test-output.txt", result.observation() + "\n")
+        write_text_atomic(verifier_dir / "test-output.txt", result.observation() + "\n", durable=False)
         score = read_reward(verifier_dir)
         score.details.update({"verifier_exit_code": result.exit_code, "verifier_timed_out": result.timed_out})
         return score

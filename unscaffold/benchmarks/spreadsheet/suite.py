@@ -125,7 +125,7 @@ class SpreadsheetSuite(Suite):
             "inputs": [f"spreadsheets/{input_name(task.id, n)}" for n in task.meta["cases"]],
             "outputs": [f"output/{output_name(task.id, n)}" for n in task.meta["cases"]],
         })
-        write_text_atomic(trial_dir / "task" / "task.json", json.dumps(fields, indent=2) + "\n")
+        write_text_atomic(trial_dir / "task" / "task.json", json.dumps(fields, indent=2) + "\n", durable=False)
         return SandboxConfig(kind=kind, workspace=workspace, workdir=None if kind == "none" else WORKDIR,
                              mounts=mounts, network=False)
 

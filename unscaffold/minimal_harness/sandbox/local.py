@@ -25,8 +25,9 @@ INSTALL_HINT = (
 )
 _PACKAGE_ROOT = str(Path(unscaffold.__file__).resolve().parent.parent)
 _GRACE_S = 10.0  # beyond the command's own timeout, for the server to answer
-# Top-level entries that get their own fresh mounts instead of the host's.
-_PRIVATE = {"proc", "dev", "tmp", "sys", "run", "var", "lost+found"}
+# Top-level folders a command may need (the system's programs and libraries, users' toolchains); the rest
+# of the host (other projects, mounted disks) stays out, and every bind costs start-up time.
+_RUNTIME = ("bin", "etc", "home", "lib", "lib32", "lib64", "libx32", "opt", "root", "sbin", "usr")
 
 
 def sandbox_env(config: SandboxConfig) -> dict[str, str]:
@@ -54,12 +55,13 @@ def parse_answer(header: bytes, read: Callable[[int], bytes]) -> ExecResult:
                       duration_s=float(duration))
 
 
-def _hidden_runtime_paths() -> list[str]:
-    """The project's package and Python, where the private mounts above would hide them."""
+def _project_paths() -> list[str]:
+    """The project's package and Python (e.g. a checkout under /work or /tmp), unless a runtime folder
+    already shows them: `python3` inside must be this environment."""
     candidates = {_PACKAGE_ROOT, sys.prefix, sys.base_prefix, str(Path(sys.executable).resolve().parent.parent)}
-    masked = tuple(f"/{entry}" for entry in _PRIVATE)
-    hidden = sorted(p for p in candidates if Path(p).is_dir() and p.startswith(masked) and p != "/")
-    return [p for p in hidden if not any(p != q and p.startswith(q + "/") for q in hidden)]
+    shown = tuple(f"/{entry}/" for entry in _RUNTIME)
+    needed = sorted(p for p in candidates if Path(p).is_dir() and p != "/" and not (p + "/").startswith(shown))
+    return [p for p in needed if not any(p != q and p.startswith(q + "/") for q in needed)]
 
 
 def bwrap_argv(config: SandboxConfig, command: str, bwrap: str = "bwrap") -> list[str]:
@@ -68,17 +70,15 @@ def bwrap_argv(config: SandboxConfig, command: str, bwrap: str = "bwrap") -> lis
     argv = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     if not config.network:
         argv.append("--unshare-net")
-    for entry in sorted(os.listdir("/")):
-        if entry in _PRIVATE:
-            continue
+    for entry in _RUNTIME:
         path = f"/{entry}"
         if os.path.islink(path):
             argv += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             argv += ["--ro-bind", path, path]
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run", "--tmpfs", "/var"]
-    argv += ["--ro-bind-try", "/var/lib", "/var/lib", "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
-    for path in _hidden_runtime_paths():  # e.g. a checkout under /tmp: python3 must still work inside
+    argv += ["--ro-bind-try", "/var/lib", "/var/lib"]
+    for path in _project_paths():
         argv += ["--ro-bind", path, path]
     argv += ["--bind", str(Path(config.workspace).resolve()), config.cwd]
     for m in config.mounts:
@@ -101,9 +101,10 @@ class LocalSandbox:
         Path(config.workspace).mkdir(parents=True, exist_ok=True)
         net = "network on" if config.network else "no network"
         self.isolation = f"bubblewrap: read-only root, writable workspace, private /tmp, own pids, {net}"
-        self._proc: subprocess.Popen[bytes] | None = None
         self._buffer = bytearray()
         self._lock = threading.Lock()
+        # Start now: the server boots while the model thinks about its first step.
+        self._proc: subprocess.Popen[bytes] | None = self._start()
 
     def _start(self) -> subprocess.Popen[bytes]:
         server = [sys.executable, "-I", "-S", str(Path(shell_server.__file__)), _PACKAGE_ROOT, self.config.cwd]
