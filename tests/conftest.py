@@ -46,3 +46,14 @@ def call(command: str) -> dict[str, Any]:
 
 def final(text: str) -> dict[str, Any]:
     return {"content": text}
+
+
+def assert_k_current(bank: Path, shipped: Path, tmp_path: Path) -> None:
+    """A shipped K must be exactly what compiling its bank gives now (same files, same text)."""
+    from unscaffold.knowledge.compiler import compile_k
+
+    compile_k(bank, tmp_path / "K", verify=False)
+    fresh = sorted(p.relative_to(tmp_path / "K") for p in (tmp_path / "K").rglob("*") if p.is_file())
+    assert fresh == sorted(p.relative_to(shipped) for p in shipped.rglob("*") if p.is_file())
+    for relative in fresh:
+        assert (shipped / relative).read_text() == (tmp_path / "K" / relative).read_text(), relative

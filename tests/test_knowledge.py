@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, HARBOR_EXAMPLES, call, final, needs_bwrap
+from tests.conftest import EXAMPLES, HARBOR_EXAMPLES, assert_k_current, call, final, needs_bwrap
 from unscaffold.benchmarks import load_suite
 from unscaffold.errors import InputError
 from unscaffold.knowledge.bank import load_bank
@@ -96,10 +96,7 @@ def test_compile_k_writes_recipes_middleware_skills_memory_index(bank: Path, tmp
 
 @needs_bwrap
 def test_shipped_k_is_current(tmp_path: Path) -> None:
-    compile_k(BANK, tmp_path / "K", verify=False)
-    for path in sorted((tmp_path / "K").rglob("*")):
-        if path.is_file():
-            assert (SHIPPED_K / path.relative_to(tmp_path / "K")).read_text() == path.read_text(), path
+    assert_k_current(BANK, SHIPPED_K, tmp_path)
 
 
 @needs_bwrap

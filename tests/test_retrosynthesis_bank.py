@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import call, final, needs_bwrap
+from tests.conftest import assert_k_current, call, final, needs_bwrap
 from unscaffold.behaviors.detector import detect
 from unscaffold.benchmarks.retrosynthesis.baseline import template_baseline
 from unscaffold.benchmarks.retrosynthesis.chem import CLASS_NAMES, canonical, fragments
@@ -71,11 +71,7 @@ def test_bank_components_and_detectors() -> None:
 
 
 def test_shipped_k_is_current(tmp_path: Path) -> None:
-    compile_k(BANK, tmp_path / "K", verify=False)
-    fresh = sorted(p.relative_to(tmp_path / "K") for p in (tmp_path / "K").rglob("*") if p.is_file())
-    assert fresh == sorted(p.relative_to(SHIPPED_K) for p in SHIPPED_K.rglob("*") if p.is_file())
-    for relative in fresh:
-        assert (SHIPPED_K / relative).read_text() == (tmp_path / "K" / relative).read_text(), relative
+    assert_k_current(BANK, SHIPPED_K, tmp_path)
 
 
 def test_k_holds_no_task_ids_or_gold_answers() -> None:

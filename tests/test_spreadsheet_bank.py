@@ -11,7 +11,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from tests.conftest import call, final, needs_bwrap
+from tests.conftest import assert_k_current, call, final, needs_bwrap
 from unscaffold.behaviors.detector import detect
 from unscaffold.benchmarks.spreadsheet import bankgen
 from unscaffold.benchmarks.spreadsheet import tasks as builtin
@@ -60,11 +60,7 @@ def test_bank_scripts_are_rendered_from_their_sources() -> None:
 
 
 def test_shipped_k_is_current(tmp_path: Path) -> None:
-    compile_k(BANK, tmp_path / "K", verify=False)
-    made = sorted(p.relative_to(tmp_path / "K") for p in (tmp_path / "K").rglob("*") if p.is_file())
-    assert made == sorted(p.relative_to(SHIPPED_K) for p in SHIPPED_K.rglob("*") if p.is_file())
-    for rel in made:
-        assert (SHIPPED_K / rel).read_text() == (tmp_path / "K" / rel).read_text(), rel
+    assert_k_current(BANK, SHIPPED_K, tmp_path)
 
 
 def test_k_holds_no_task_ids_or_gold(suite: SpreadsheetSuite, tmp_path: Path) -> None:
