@@ -64,14 +64,18 @@ def run(
             reviewer_concurrency=reviewer_concurrency, infra_retries=infra_retries, max_wall_s=max_wall,
             max_cost_usd=max_cost, price_in_per_mtok=price_in, price_out_per_mtok=price_out,
         )
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=console, transient=False) as bar:
-            job = bar.add_task(f"{suite} trials", total=None)
+        bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                       console=console, transient=False)
+        job = bar.add_task(f"{suite} trials", total=None)
 
-            def started(total: int, done: int) -> None:
-                bar.update(job, total=total, completed=done)
+        def started(total: int, done: int) -> None:  # once set-up has passed: no bar before an input error
+            bar.update(job, total=total, completed=done)
+            bar.start()
 
+        try:
             summary = run_suite(config, progress=lambda r: bar.advance(job), on_start=started)
+        finally:
+            bar.stop()
     except UnscaffoldError as e:
         fail(e)
     print_summary(summary.model_dump(mode="json"), out)

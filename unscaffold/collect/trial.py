@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 import traceback
 from pathlib import Path
-from typing import Any
 
 from unscaffold.benchmarks.base import Score, Suite, Task
 from unscaffold.collect.models import RunConfig, TrialResult
@@ -19,6 +18,7 @@ from unscaffold.minimal_harness.agent import Agent, AgentConfig, pass_through
 from unscaffold.minimal_harness.harness import Harness
 from unscaffold.minimal_harness.sandbox import open_sandbox
 from unscaffold.minimal_harness.trajectory import Trajectory, now_iso
+from unscaffold.reviewer.base import ReviewerFactory
 from unscaffold.reviewer.hook import ReviewHook
 
 RESULT = "result.json"
@@ -30,7 +30,8 @@ INFRA_MODEL_ERRORS = ("RetryableModelError",)  # private: the reviewer's decisio
 class TrialContext:
     """What every trial of a run shares: the harness, the reviewer factory and K."""
 
-    def __init__(self, harness: Harness | None = None, reviewers: Any = None, k: K | None = None) -> None:
+    def __init__(self, harness: Harness | None = None, reviewers: ReviewerFactory | None = None,
+                 k: K | None = None) -> None:
         self.harness, self.reviewers, self.k = harness, reviewers, k
 
 

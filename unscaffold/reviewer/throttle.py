@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 
-from unscaffold.reviewer.base import RawSubmission, ReviewerFactory, ReviewRequest, ReviewSession
+from unscaffold.reviewer.base import RawSubmission, Reviewer, ReviewerFactory, ReviewRequest, ReviewSession
 
 
 class _ThrottledSession(ReviewSession):
@@ -28,7 +28,7 @@ class _ThrottledSession(ReviewSession):
 
 
 class _ThrottledReviewer:
-    def __init__(self, inner, gate: threading.BoundedSemaphore) -> None:  # noqa: ANN001 - any Reviewer
+    def __init__(self, inner: Reviewer, gate: threading.BoundedSemaphore) -> None:
         self.inner, self.gate, self.name = inner, gate, inner.name
 
     def open(self, request: ReviewRequest) -> ReviewSession:
