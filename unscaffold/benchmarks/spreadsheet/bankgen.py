@@ -2,9 +2,11 @@
 
 A bank tool must be one self-contained file: `compile-k` inlines it into a recipe that runs with no
 access to the bank or to this package. The sources stay importable and testable here, sharing
-ranges.py, values.py and bank_src/common.py; each rendered script carries its own copy of what it
-imports from them, imports hoisted, docstrings of the shared code dropped. A test checks that the
-shipped scripts are current; `python -m unscaffold.benchmarks.spreadsheet.bankgen` rewrites them.
+ranges.py, values.py and bank_src/common.py; each rendered tool carries its own copy of what it
+imports from them, imports hoisted, docstrings of the shared code dropped. Checks only ever run from
+the mounted bank, so they share one rendered library, `checks/sheetlib.py`, next to them (Python puts
+a script's folder on its path). A test checks that the shipped scripts are current;
+`python -m unscaffold.benchmarks.spreadsheet.bankgen` rewrites them.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ SCRIPTS = {
     "checks/turn_budget.py": "bank_src/turn_budget.py",
 }
 HEADER = "# Self-contained script: the helpers it needs are included below.\n# ruff: noqa"
+LIBRARY = "checks/sheetlib.py"
+LIBRARY_HEADER = "# The helpers every check imports, rendered from the package's sources.\n# ruff: noqa"
+CHECK_HEADER = "# Rendered from the package's sources; its helpers are in sheetlib.py beside it.\n# ruff: noqa"
 
 
 def _local_imports(tree: ast.Module) -> list[Path]:
@@ -124,18 +129,62 @@ def render(source: str) -> str:
     return "\n\n".join(p for p in parts if p) + "\n"
 
 
+def _pool(paths: list[Path]) -> list[ast.stmt]:
+    """The shared top-level statements the given files need, in dependency order."""
+    order: list[Path] = []
+    for path in paths:
+        _dependencies(path, order)
+    pool: list[ast.stmt] = []
+    for dep in order:
+        tree = _without_docstrings(ast.parse(dep.read_text(encoding="utf-8")))
+        pool += [n for n in tree.body if _keeps(n) or not _is_hoisted(n)]
+    return pool
+
+
+def render_library(sources: list[str]) -> str:
+    """One module with every shared definition the checks import."""
+    pool = _pool([HERE / s for s in sources])
+    imports = sorted({ast.unparse(n) for n in pool if _is_hoisted(n)}, key=lambda x: (x.startswith("from"), x))
+    shared = "\n\n".join(ast.unparse(n) for n in pool if not _is_hoisted(n))
+    return "\n\n".join([LIBRARY_HEADER, "from __future__ import annotations", "\n".join(imports), shared]) + "\n"
+
+
+def render_check(source: str) -> str:
+    """The check's own source, its imports from this package pointed at sheetlib."""
+    text = (HERE / source).read_text(encoding="utf-8")
+    lines = text.splitlines()
+    for node in reversed(ast.parse(text).body):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(PACKAGE + "."):
+            names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in node.names)
+            lines[node.lineno - 1 : node.end_lineno] = [f"from sheetlib import {names}"]
+    body = "\n".join(lines).strip()
+    docstring_end = body.index('"""', 3) + 3 if body.startswith('"""') else 0
+    return f"{body[:docstring_end]}\n\n{CHECK_HEADER}\n{body[docstring_end:].lstrip()}\n" if docstring_end \
+        else f"{CHECK_HEADER}\n{body}\n"
+
+
+def rendered() -> dict[str, str]:
+    """Every file the bank's scripts consist of: target path -> text."""
+    checks = [source for target, source in SCRIPTS.items() if target.startswith("checks/")]
+    out = {target: render_check(source) if target.startswith("checks/") else render(source)
+           for target, source in SCRIPTS.items()}
+    out[LIBRARY] = render_library(checks)
+    return out
+
+
 def stale(bank: Path = BANK) -> list[str]:
     """Scripts whose shipped text differs from a fresh rendering."""
-    return [target for target, source in SCRIPTS.items()
-            if not (bank / target).is_file() or (bank / target).read_text(encoding="utf-8") != render(source)]
+    return [target for target, text in rendered().items()
+            if not (bank / target).is_file() or (bank / target).read_text(encoding="utf-8") != text]
 
 
 def write(bank: Path = BANK) -> list[str]:
     """Render every script into the bank; returns the ones that changed."""
     changed = stale(bank)
+    texts = rendered()
     for target in changed:
         (bank / target).parent.mkdir(parents=True, exist_ok=True)
-        (bank / target).write_text(render(SCRIPTS[target]), encoding="utf-8")
+        (bank / target).write_text(texts[target], encoding="utf-8")
     return changed
 
 

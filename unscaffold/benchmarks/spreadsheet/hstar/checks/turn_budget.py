@@ -1,30 +1,10 @@
 """After a command at turns 25 and 35 of 40: a note on the remaining budget."""
 
-# Self-contained script: the helpers it needs are included below.
+# Rendered from the package's sources; its helpers are in sheetlib.py beside it.
 # ruff: noqa
-
 from __future__ import annotations
 
-import json
-import sys
-from typing import Any
-
-class Problem(Exception):
-    pass
-
-def arguments() -> dict[str, Any]:
-    try:
-        return json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-    except json.JSONDecodeError as e:
-        raise Problem(f'the arguments are not JSON: {e}') from None
-
-def run(main: Any) -> None:
-    try:
-        code = main()
-    except Problem as e:
-        print(e)
-        code = 1
-    sys.exit(code or 0)
+from sheetlib import arguments, run
 
 NOTES = {25: 15, 35: 5}
 
