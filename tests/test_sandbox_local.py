@@ -92,8 +92,8 @@ def test_loopback_listener_unreachable_without_network(box) -> None:
 
 def test_network_flag_allows_loopback(tmp_path: Path) -> None:
     config = SandboxConfig(kind="local", workspace=tmp_path / "ws", network=True)
-    assert "--unshare-net" not in bwrap_argv(config, "true")
-    assert "--unshare-net" in bwrap_argv(config.model_copy(update={"network": False}), "true")
+    assert "--unshare-net" not in bwrap_argv(config, ["true"])
+    assert "--unshare-net" in bwrap_argv(config.model_copy(update={"network": False}), ["true"])
 
 
 def test_background_job_is_gone_when_the_command_returns(box) -> None:

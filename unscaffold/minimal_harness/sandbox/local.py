@@ -64,8 +64,8 @@ def _project_paths() -> list[str]:
     return [p for p in needed if not any(p != q and p.startswith(q + "/") for q in needed)]
 
 
-def bwrap_argv(config: SandboxConfig, command: str, bwrap: str = "bwrap") -> list[str]:
-    """Build the bubblewrap command line. The root is a fresh tmpfs with the host's top-level
+def bwrap_argv(config: SandboxConfig, inner: list[str], bwrap: str = "bwrap") -> list[str]:
+    """The bubblewrap command line that runs `inner`. The root is a fresh tmpfs with the host's runtime
     folders bound read-only, so the workspace can appear at any path (e.g. Harbor's /app)."""
     argv = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     if not config.network:
@@ -86,7 +86,7 @@ def bwrap_argv(config: SandboxConfig, command: str, bwrap: str = "bwrap") -> lis
     argv += ["--chdir", config.cwd, "--clearenv"]
     for key, value in sandbox_env(config).items():
         argv += ["--setenv", key, value]
-    argv += ["--", "bash", "-c", command]
+    argv += ["--", *inner]
     return argv
 
 
@@ -108,7 +108,7 @@ class LocalSandbox:
 
     def _start(self) -> subprocess.Popen[bytes]:
         server = [sys.executable, "-I", "-S", str(Path(shell_server.__file__)), _PACKAGE_ROOT, self.config.cwd]
-        argv = bwrap_argv(self.config, "", self.bwrap)[:-3] + server  # replace `bash -c CMD`
+        argv = bwrap_argv(self.config, server, self.bwrap)
         proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
