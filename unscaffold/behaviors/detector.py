@@ -11,6 +11,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from unscaffold.llm.types import assistant_calls, command_of
 from unscaffold.minimal_harness.trajectory import Trajectory
 
 
@@ -39,16 +40,14 @@ class DetectorSpec(BaseModel):
 def student_actions(traj: Trajectory) -> list[tuple[str, str]]:
     """(tool name, text) for every call the student made: an execute's command, else name + arguments."""
     out = []
-    for m in traj.messages:
-        if m.role != "assistant":
-            continue
-        for call in m.tool_calls or []:
-            args = call.function.arguments
-            if call.function.name == "execute" and isinstance(args, dict) and isinstance(args.get("command"), str):
-                out.append(("execute", args["command"]))
-            else:
-                text = json.dumps(args, sort_keys=True) if isinstance(args, dict) else str(args)
-                out.append((call.function.name, f"{call.function.name} {text}"))
+    for call in assistant_calls(traj.messages):
+        command = command_of(call)
+        if command is not None:
+            out.append(("execute", command))
+        else:
+            args = call.arguments
+            text = json.dumps(args, sort_keys=True) if isinstance(args, dict) else str(args)
+            out.append((call.name, f"{call.name} {text}"))
     return out
 
 

@@ -8,7 +8,7 @@ from collections import Counter
 from pydantic import BaseModel
 
 from unscaffold.knowledge.bank import TranscriptRule
-from unscaffold.llm.types import AssistantResponse, Message
+from unscaffold.llm.types import AssistantResponse, Message, assistant_calls, command_of
 
 
 class Hint(BaseModel):
@@ -24,14 +24,7 @@ class Middleware(BaseModel):
 
 def student_commands(transcript: list[Message]) -> list[str]:
     """Commands the student itself ran (its own assistant messages), in order."""
-    out = []
-    for m in transcript:
-        if m.role == "assistant":
-            for call in m.tool_calls or []:
-                args = call.function.arguments
-                if isinstance(args, dict) and isinstance(args.get("command"), str):
-                    out.append(args["command"])
-    return out
+    return [c for call in assistant_calls(transcript) if (c := command_of(call)) is not None]
 
 
 def observations(transcript: list[Message]) -> list[str]:

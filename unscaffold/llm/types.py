@@ -115,3 +115,16 @@ def parse_arguments(call_id: str, name: str, raw: str | dict[str, Any] | None) -
     if not isinstance(value, dict):
         return ToolCall(id=call_id, name=name, arguments=None, raw_arguments=raw)
     return ToolCall(id=call_id, name=name, arguments=value)
+
+
+def assistant_calls(messages: list[Message]) -> list[FunctionCall]:
+    """Every call the assistant itself made, in order (never text it only read in a tool result)."""
+    return [c.function for m in messages if m.role == "assistant" for c in m.tool_calls or ()]
+
+
+def command_of(call: FunctionCall) -> str | None:
+    """The command of a well-formed `execute` call."""
+    args = call.arguments
+    if call.name == "execute" and isinstance(args, dict) and isinstance(args.get("command"), str):
+        return args["command"]
+    return None
