@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
@@ -22,10 +22,16 @@ class Task(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict)
 
 
+Outcome = Literal["passed", "failed", "environment_error", "environment_unsupported", "verifier_error",
+                  "infra_error"]
+
+
 class Score(BaseModel):
     reward: float
     reason: str | None = None
     details: dict[str, Any] = Field(default_factory=dict)
+    outcome: Outcome | None = Field(None, description="set when the scorer itself failed (`verifier_error`) or the "
+                                "environment did; None: the reward decides (passed or failed)")
 
 
 class Suite(ABC):

@@ -12,6 +12,10 @@ from unscaffold.llm.types import Usage
 SUCCESS = 1.0 - 1e-9
 
 
+def _one_or_mixed(values: set[str]) -> str:
+    return next(iter(values)) if len(values) == 1 else ("mixed: see isolations" if values else "")
+
+
 def aggregate(
     suite: Suite, config: RunConfig, tasks: list[Task], results: list[TrialResult], wall_time_s: float
 ) -> RunResults:
@@ -53,7 +57,9 @@ def aggregate(
         exceptions=sum(1 for r in results if r.exception),
         infra_errors=sum(1 for r in results if r.infra_error),
         infra_retried=sum(r.attempt - 1 for r in results),
-        isolation=next((r.isolation for r in results if r.isolation), ""),
+        isolation=_one_or_mixed({r.isolation for r in results if r.isolation}),
+        isolations=dict(Counter(r.isolation for r in results if r.isolation)),
+        outcomes=dict(Counter(r.outcome for r in results)),
         unscaffold_version=__version__,
     )
     for key, value in {**suite.describe(), **suite.metrics(tasks, per_task)}.items():

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from unscaffold.benchmarks.base import Outcome
 from unscaffold.llm.types import Usage
 from unscaffold.minimal_harness.sandbox.base import SandboxKind
 
@@ -40,12 +41,16 @@ class RunConfig(BaseModel):
                                                      "harness", "reviewer", "knowledge", "budget", "max_turns"})
 
 
+ERROR_OUTCOMES = ("environment_error", "environment_unsupported", "verifier_error", "infra_error")
+
+
 class TrialResult(BaseModel):
     trial_id: str
     task_id: str
     scenario: str | None = None
-    reward: float
-    reason: str | None = None
+    reward: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    outcome: Outcome = "failed"
+    reason: str = Field("", description="why it scored what it did; empty only when passed")
     details: dict[str, Any] = Field(default_factory=dict)
     exit_status: str
     exception: str | None = None
@@ -95,5 +100,7 @@ class RunResults(BaseModel):
     exceptions: int = 0
     infra_errors: int = 0
     infra_retried: int = 0
-    isolation: str = ""
+    isolation: str = Field("", description="the trials' isolation, or `mixed: see isolations`")
+    isolations: dict[str, int] = Field(default_factory=dict, description="trials per isolation")
+    outcomes: dict[str, int] = Field(default_factory=dict, description="trials per outcome")
     unscaffold_version: str

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
 
 from unscaffold.benchmarks import Suite, Task, load_suite
 from unscaffold.collect.aggregate import aggregate
@@ -105,6 +107,59 @@ def probe_sandbox(config: RunConfig) -> str:
         shutil.rmtree(probe, ignore_errors=True)
 
 
+def set_aside(trial_dir: Path) -> None:
+    """Remove a half-finished trial's folder; if something in it cannot be removed, move the folder
+    aside (`.stale-N`) so the trial still starts over and the run goes on."""
+    try:
+        shutil.rmtree(trial_dir)
+    except OSError:
+        n = 1
+        while trial_dir.with_name(f"{trial_dir.name}.stale-{n}").exists():
+            n += 1
+        trial_dir.rename(trial_dir.with_name(f"{trial_dir.name}.stale-{n}"))
+
+
+def finished_event(result: TrialResult, recovered: bool = False) -> dict:
+    """The event that closes a trial in events.jsonl: `trial_finished`, or `trial_infra_failed` for a
+    result the next resume runs again (so `trial_finished` appears exactly once per trial)."""
+    kind = "trial_infra_failed" if result.outcome == "infra_error" and result.infra_error else "trial_finished"
+    event = {"event": kind, "trial_id": result.trial_id, "reward": result.reward, "outcome": result.outcome,
+             "at": now_iso()}
+    return {**event, "recovered": True} if recovered else event
+
+
+def _saved_result(path: Path) -> TrialResult | None:
+    try:
+        return load_model(path, TrialResult)
+    except InputError:  # unreadable: the trial starts over
+        return None
+
+
+def reconcile(plan: list[tuple[Task, str]], trials_dir: Path, events: Path) -> list[tuple[Task, str]]:
+    """Make events.jsonl agree with the trial folders, which are the record (`result.json` is each
+    trial's commit point), and return the trials still to run.
+
+    A run killed between a trial's `result.json` and its event left a result without its event: the
+    event is written now. A result that ended in a retryable infrastructure error is pending again."""
+    closed: set[str] = set()
+    if events.exists():
+        for line in events.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(event, dict) and event.get("event") == "trial_finished":
+                closed.add(str(event.get("trial_id")))
+    pending = []
+    for task, tid in plan:
+        result = _saved_result(trials_dir / tid / RESULT) if (trials_dir / tid / RESULT).exists() else None
+        if result is None or (result.infra_error and result.outcome == "infra_error"):
+            pending.append((task, tid))
+        elif tid not in closed:
+            append_jsonl(events, finished_event(result, recovered=True))
+    return pending
+
+
 def run(config: RunConfig, progress: Progress | None = None, on_start: Callable[[int, int], None] | None = None
         ) -> RunResults:
     suite = load_suite(config.suite, config.data)
@@ -116,17 +171,17 @@ def run(config: RunConfig, progress: Progress | None = None, on_start: Callable[
     context = trial_context(suite, config)
     trials_dir = config.out / "trials"
     plan = [(task, trial_id_for(task.id, k, config.trials)) for task in tasks for k in range(config.trials)]
-    pending = [(task, tid) for task, tid in plan if not (trials_dir / tid / RESULT).exists()]
+    events = config.out / "events.jsonl"
+    pending = reconcile(plan, trials_dir, events)
     if on_start:
         on_start(len(plan), len(plan) - len(pending))
-    events = config.out / "events.jsonl"
     t0 = time.monotonic()
 
     def one(task: Task, trial_id: str) -> TrialResult:
         trial_dir = trials_dir / trial_id
         for attempt in range(1, config.infra_retries + 2):
             if trial_dir.exists():  # a half-finished trial (killed run, infrastructure failure) starts over
-                shutil.rmtree(trial_dir)
+                set_aside(trial_dir)
             trial_dir.mkdir(parents=True)
             append_jsonl(events, {"event": "trial_started", "trial_id": trial_id, "attempt": attempt, "at": now_iso()})
             result = run_trial(suite, task, trial_id, trial_dir, provider, config, context, attempt=attempt)
@@ -135,8 +190,7 @@ def run(config: RunConfig, progress: Progress | None = None, on_start: Callable[
             append_jsonl(events, {"event": "trial_retry", "trial_id": trial_id, "attempt": attempt,
                                   "exception": result.exception, "at": now_iso()})
             time.sleep(min(30.0, 2.0 ** attempt))
-        append_jsonl(events, {"event": "trial_finished", "trial_id": trial_id, "reward": result.reward,
-                              "at": now_iso()})
+        append_jsonl(events, finished_event(result))
         return result
 
     with ThreadPoolExecutor(max_workers=config.concurrency) as pool:

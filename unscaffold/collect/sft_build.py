@@ -15,11 +15,13 @@ import orjson
 from pydantic import BaseModel, Field
 
 from unscaffold.collect.audit import audit
+from unscaffold.collect.models import ERROR_OUTCOMES
 from unscaffold.collect.scrub import REVIEWER_WORDING, build_markers
 from unscaffold.errors import InputError
 from unscaffold.iojson import read_json, write_json_atomic
 from unscaffold.knowledge.kfolder import K, load_k
 from unscaffold.minimal_harness.tool import system_prompt
+from unscaffold.untrusted import REFUSED
 
 KNOWLEDGE_RECORD = "knowledge.json"  # written by a run that loaded K: where it was
 CHAT_KEYS = ("role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name")
@@ -170,6 +172,12 @@ def _one(trial: Path, sink: Any, markers: Any, prompt: str, min_reward: float, k
     if not result_path.exists():
         return "unfinished"
     result = read_fast(result_path)
+    # Never training data, whatever the reward and even with --keep-all: a trial the verifier, the
+    # environment or the machinery failed, or one whose artifact was refused (a link, a special file).
+    if result.get("outcome") in ERROR_OUTCOMES:
+        return str(result["outcome"])
+    if isinstance(result.get("details"), dict) and result["details"].get(REFUSED):
+        return REFUSED
     if not keep_all:
         if result.get("exception"):
             return "exception"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import time
 import traceback
 from pathlib import Path
@@ -22,9 +24,37 @@ from unscaffold.reviewer.base import ReviewerFactory
 from unscaffold.reviewer.hook import ReviewHook
 
 RESULT = "result.json"
+MAX_REASON = 1000
+MAX_DETAILS_CHARS = 20_000  # a scorer's details beyond this are cut to a note (they reach reports)
 TRAJECTORY = "trajectory.json"
 REVIEWS = "reviews.jsonl"
-INFRA_MODEL_ERRORS = ("RetryableModelError",)  # private: the reviewer's decisions; empty for an evaluation
+INFRA_MODEL_ERRORS = ("RetryableModelError",)  # model errors that mean the service, not the trial, failed
+
+
+def decide_outcome(score: Score, traj: Trajectory, infra: bool) -> tuple[str, str]:
+    """The trial's outcome and a sentence a person can act on (empty only when it passed). A reward that
+    is not a finite number in [0, 1] is the scorer's error, never a score."""
+    if infra or (traj.exception and traj.exit_status == "error" and score.outcome is None):
+        return "infra_error", (traj.exception or "the model service failed")[:MAX_REASON]
+    if score.outcome is not None:
+        return score.outcome, (score.reason or score.outcome)[:MAX_REASON]
+    if not math.isfinite(score.reward) or not 0.0 <= score.reward <= 1.0:
+        return "verifier_error", f"the scorer returned the reward {score.reward!r}, outside [0, 1]"
+    if score.reward >= 1.0:
+        return "passed", ""
+    reasons = [r for r in (score.reason, traj.exit_message if traj.exit_status != "submitted" else None) if r]
+    return "failed", ("; ".join(reasons) or f"reward {score.reward:g}")[:MAX_REASON]
+
+
+def bounded_details(details: dict) -> dict:
+    """A scorer's details, unless they are too large (or too deep) to belong in result.json."""
+    try:
+        text = json.dumps(details, default=str, allow_nan=False)
+    except (ValueError, RecursionError, TypeError) as e:
+        return {"note": f"details dropped: {type(e).__name__}"}
+    if len(text) > MAX_DETAILS_CHARS:
+        return {"note": f"details dropped: {len(text):,} characters, over {MAX_DETAILS_CHARS:,}"}
+    return json.loads(text)  # plain JSON values only
 
 
 class TrialContext:
@@ -55,7 +85,7 @@ def run_trial(
     traj = Trajectory(trial_id=trial_id, task_id=task.id, suite=suite.name, student=provider.spec, tools=[])
     isolation = ""
     (trial_dir / REVIEWS).touch()
-    in_setup = True
+    in_setup, scoring = True, False
     try:
         sandbox_config = suite.prepare(task, trial_dir, config.sandbox, oracle=provider.spec == "oracle")
         sandbox_config.timeout_s = config.command_timeout_s
@@ -81,6 +111,7 @@ def run_trial(
                           save_path=trial_dir / TRAJECTORY, harness=context.harness,
                           review_hook=hook or pass_through)
             agent.run(task.instruction)
+            scoring = True
             score = suite.score(task, trial_dir, sandbox, traj)
         finally:
             sandbox.close()
@@ -89,16 +120,21 @@ def run_trial(
         traj.exit_status = "error"
         traj.exception = f"{type(e).__name__}: {e}"
         traj.save(trial_dir / TRAJECTORY)
-        score = Score(reward=0.0, reason="trial crashed", details={"traceback": traceback.format_exc(limit=8)})
+        where = "the verifier" if scoring else ("setting up the trial" if in_setup else "the trial")
+        score = Score(reward=0.0, reason=f"{where} crashed: {traj.exception}"[:MAX_REASON],
+                      details={"traceback": traceback.format_exc(limit=8)[-4000:]},
+                      outcome="verifier_error" if scoring else "infra_error")
     else:
         infra = (traj.exception or "").startswith(INFRA_MODEL_ERRORS)
+    outcome, reason = decide_outcome(score, traj, infra)
     result = TrialResult(
         trial_id=trial_id,
         task_id=task.id,
         scenario=task.scenario,
-        reward=score.reward,
-        reason=score.reason,
-        details=score.details,
+        reward=score.reward if outcome in ("passed", "failed") else 0.0,
+        outcome=outcome,
+        reason=reason,
+        details=bounded_details(score.details),
         exit_status=traj.exit_status,
         exception=traj.exception,
         infra_error=infra,

@@ -13,6 +13,7 @@ from unscaffold.llm.base import Model
 from unscaffold.llm.types import AssistantResponse, Message
 from unscaffold.minimal_harness.harness import Harness, MinimalHarness
 from unscaffold.minimal_harness.sandbox.base import Sandbox
+from unscaffold.minimal_harness.sandbox.watchdog import workspace_overflow
 from unscaffold.minimal_harness.tool import format_problem
 from unscaffold.minimal_harness.trajectory import ExitStatus, StepRecord, Trajectory, TrajectoryWriter, now_iso
 
@@ -76,7 +77,7 @@ class Agent:
                 while True:
                     self.step()
             except AgentExit as e:
-                self.traj.exit_status = e.status
+                self.traj.exit_status, self.traj.exit_message = e.status, str(e)
                 if e.status != "submitted":
                     self.traj.exception = str(e) if e.status == "error" else None
             except ModelError as e:
@@ -140,6 +141,9 @@ class Agent:
         observation = Message(role="tool", tool_call_id=call.id, name=call.name, content=result.observation())
         self.traj.messages.append(observation)
         self.save()
+        overflow = workspace_overflow(Path(self.sandbox.config.workspace), self.sandbox.config.limits)
+        if overflow:
+            raise AgentExit("resource_limit", f"the trial was stopped: {overflow}")
 
     def on_format_error(self, response: AssistantResponse, record: StepRecord, problem: str) -> None:
         record.format_error = problem

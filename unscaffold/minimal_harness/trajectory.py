@@ -12,7 +12,8 @@ from pydantic import BaseModel, Field
 from unscaffold.iojson import load_model, write_json_atomic
 from unscaffold.llm.types import Message, Usage
 
-ExitStatus = Literal["running", "submitted", "turn_limit", "wall_limit", "cost_limit", "format_errors", "error"]
+ExitStatus = Literal["running", "submitted", "turn_limit", "wall_limit", "cost_limit", "format_errors",
+                     "resource_limit", "error"]
 
 
 def now_iso() -> str:
@@ -47,6 +48,7 @@ class Trajectory(BaseModel):
     exit_status: ExitStatus = "running"
     final_answer: str | None = None
     exception: str | None = None
+    exit_message: str | None = Field(None, description="why the episode ended, in a sentence")
     usage: Usage = Field(default_factory=Usage)
     started_at: str = Field(default_factory=now_iso)
     ended_at: str | None = None

@@ -13,9 +13,11 @@ from unscaffold.errors import InputError
 from unscaffold.iojson import write_text_atomic
 from unscaffold.minimal_harness.sandbox.base import Mount, Sandbox, SandboxConfig, SandboxKind
 from unscaffold.minimal_harness.trajectory import Trajectory
+from unscaffold.untrusted import clear_folder
 
 VERIFIER_COMMAND = "bash /tests/test.sh"
 TESTS = "tests"  # in the trial folder: filled with the task's tests just before they run
+VERIFIER_TAIL = 400  # characters of the verifier's output quoted in a failure's reason
 
 
 class HarborSuite(Suite):
@@ -62,7 +64,7 @@ class HarborSuite(Suite):
         mounts = [
             Mount(source=trial_dir / "logs" / "verifier", target="/logs/verifier", writable=True),
             Mount(source=trial_dir / "logs" / "agent", target="/logs/agent", writable=True),
-            Mount(source=trial_dir / TESTS, target="/tests"),  # empty until the verifier runs
+            Mount(source=trial_dir / TESTS, target="/tests", writable=True),  # empty until the verifier runs
         ]
         if oracle and ht.solution:
             mounts.append(Mount(source=ht.solution.parent, target="/solution"))
@@ -90,15 +92,27 @@ class HarborSuite(Suite):
         return ["bash /solution/solve.sh"]
 
     def score(self, task: Task, trial_dir: Path, sandbox: Sandbox, trajectory: Trajectory) -> Score:
-        """Copy the tests in only now (their mount point was empty while the student worked), run them
-        in the trial's own sandbox as Harbor does in its container, then read the reward."""
+        """Copy the tests in only now, as a fresh writable copy (their folder was empty while the student
+        worked), clear whatever the student left in /logs/verifier, run the tests in the trial's own sandbox
+        as Harbor does in its container, then read the reward the verifier wrote."""
         ht = self.harbor_task(task)
-        shutil.copytree(ht.tests_dir, trial_dir / TESTS, dirs_exist_ok=True)
+        verifier_dir = trial_dir / "logs" / "verifier"
+        try:
+            clear_folder(trial_dir / TESTS)
+            clear_folder(verifier_dir)
+        except OSError as e:
+            return Score(reward=0.0, reason=f"could not reset /tests or /logs/verifier before the verifier: "
+                         f"{e.strerror}", outcome="verifier_error")
+        shutil.copytree(ht.tests_dir, trial_dir / TESTS, dirs_exist_ok=True, symlinks=True)
+        sandbox.hand_over_writable()
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in ht.config.verifier.env.items())
         command = f"env {env} {VERIFIER_COMMAND}" if env else VERIFIER_COMMAND
         result = sandbox.execute(command, timeout_s=ht.config.verifier.timeout_sec)
-        verifier_dir = trial_dir / "logs" / "verifier"
         write_text_atomic(verifier_dir / "test-output.txt", result.observation() + "\n", durable=False)
         score = read_reward(verifier_dir)
         score.details.update({"verifier_exit_code": result.exit_code, "verifier_timed_out": result.timed_out})
+        if score.outcome == "verifier_error":
+            tail = result.output.strip()[-VERIFIER_TAIL:]
+            ran = "timed out" if result.timed_out else f"exited {result.exit_code}"
+            score.reason = f"{score.reason}; the verifier {ran}" + (f", ending: {tail}" if tail else "")
         return score

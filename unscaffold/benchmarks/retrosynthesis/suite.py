@@ -16,11 +16,15 @@ from unscaffold.benchmarks.base import Score, Suite, Task
 from unscaffold.benchmarks.retrosynthesis.chem import RDKIT_VERSION, score_answer
 from unscaffold.benchmarks.retrosynthesis.data import BUILTIN, Reaction, load_reactions
 from unscaffold.errors import InputError
+from unscaffold.isolated import IsolatedFailure, preload, run_isolated
 from unscaffold.minimal_harness.sandbox.base import Sandbox, SandboxConfig, SandboxKind
 from unscaffold.minimal_harness.trajectory import Trajectory
+from unscaffold.untrusted import REFUSED, UntrustedFileError, read_untrusted_text
 
 ANSWER = "answer.txt"
 PRODUCT_FILE = "product.smi"
+MAX_ANSWER_BYTES = 64 * 1024  # a reactant set is a few hundred characters
+SCORE_TIMEOUT_S = 60.0
 WORKDIR = "/workspace"
 HERE = Path(__file__).resolve().parent
 SPLIT_ORDER = ("train", "val", "test", None)
@@ -82,15 +86,22 @@ class RetrosynthesisSuite(Suite):
         return [f"printf '%s\\n' {shlex.quote(self.reaction(task).recorded_answer())} > {ANSWER}"]
 
     def score(self, task: Task, trial_dir: Path, sandbox: Sandbox, trajectory: Trajectory) -> Score:
-        """Reads the answer from the trial workspace on the host (no sandbox call) and scores it in-process."""
-        path = trial_dir / "workspace" / ANSWER
+        """Reads the answer from the workspace as hostile input (no link followed, size-limited) and scores
+        it with RDKit in a child process: a crafted SMILES can crash RDKit, and must cost only this trial."""
+        details = {"rdkit_version": RDKIT_VERSION, "class": self.reaction(task).rclass}
         try:
-            text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
-        except OSError as e:
-            return Score(reward=0.0, reason=f"answer.txt could not be read: {e.strerror}",
-                         details={"rdkit_version": RDKIT_VERSION})
-        score = score_answer(text, self.reaction(task).gold)
-        score.details["class"] = self.reaction(task).rclass
+            text = read_untrusted_text(trial_dir / "workspace", ANSWER, MAX_ANSWER_BYTES)
+        except UntrustedFileError as e:
+            text = None
+            if e.refused:
+                return Score(reward=0.0, reason=str(e), details={**details, REFUSED: str(e)})
+        preload("unscaffold.benchmarks.retrosynthesis.chem")
+        try:
+            score = run_isolated(score_answer, text, self.reaction(task).gold, timeout_s=SCORE_TIMEOUT_S,
+                                 what="RDKit scoring of answer.txt")
+        except IsolatedFailure as e:
+            return Score(reward=0.0, reason=str(e), details=details, outcome="verifier_error")
+        score.details.update(details)
         return score
 
     def metrics(self, tasks: list[Task], rewards: dict[str, float]) -> dict[str, float]:

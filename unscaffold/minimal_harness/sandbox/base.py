@@ -25,18 +25,34 @@ class Mount(BaseModel):
 
 
 class Limits(BaseModel):
-    memory_bytes: int = 8 * 1024**3
-    processes: int = 1024
-    file_size_bytes: int = 2 * 1024**3
+    """Per-trial resource limits. Each is lowered to what the host process itself may grant, so a host
+    running under a lower hard limit still starts sandboxes (with the lower value)."""
+
+    memory_bytes: int = Field(8 * 1024**3, description="address space of each process (RLIMIT_AS)")
+    processes: int = Field(1024, description="processes and threads of the sandbox user (RLIMIT_NPROC)")
+    file_size_bytes: int = Field(2 * 1024**3, description="largest file a command may write (RLIMIT_FSIZE)")
+    tmp_bytes: int = Field(1024**3, description="size of the private /tmp (RAM-backed)")
+    var_bytes: int = Field(256 * 1024**2, description="size of the private /var and /run (RAM-backed)")
+    workspace_bytes: int = Field(4 * 1024**3, description="the workspace, checked after every command")
+    workspace_entries: int = Field(200_000, description="files and folders in the workspace, same check")
+
+    def effective(self) -> dict[int, int]:
+        """rlimit resource -> value, each capped by the host's current hard limit."""
+        wanted = {resource.RLIMIT_AS: self.memory_bytes, resource.RLIMIT_NPROC: self.processes,
+                  resource.RLIMIT_FSIZE: self.file_size_bytes}
+        out = {}
+        for res, value in wanted.items():
+            hard = resource.getrlimit(res)[1]
+            out[res] = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        return out
 
     def preexec(self) -> Callable[[], None]:
         """A function for Popen's preexec_fn that applies these limits in the child."""
-        memory, processes, file_size = self.memory_bytes, self.processes, self.file_size_bytes
+        limits = self.effective()  # computed here: the child should only call setrlimit
 
         def apply() -> None:
-            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-            resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
-            resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
+            for res, value in limits.items():
+                resource.setrlimit(res, (value, value))
 
         return apply
 
@@ -62,5 +78,8 @@ class Sandbox(Protocol):
     isolation: str
 
     def execute(self, command: str, timeout_s: float | None = None) -> ExecResult: ...
+
+    def hand_over_writable(self) -> None:
+        """Give files the host added to the workspace or a writable mount to the sandbox's user."""
 
     def close(self) -> None: ...

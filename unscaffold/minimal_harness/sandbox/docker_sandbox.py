@@ -18,6 +18,7 @@ from docker.types import Ulimit
 
 from unscaffold.errors import SandboxUnavailable
 from unscaffold.minimal_harness.sandbox.base import ExecResult, SandboxConfig
+from unscaffold.minimal_harness.sandbox.identity import allocate_uid, hand_over, release_uid
 from unscaffold.minimal_harness.sandbox.local import sandbox_env
 from unscaffold.minimal_harness.sandbox.output import OutputCollector
 from unscaffold.minimal_harness.sandbox.stream import TIMEOUT_EXIT_CODE, finish_output
@@ -52,9 +53,10 @@ exit "$rc"
 """
 
 
-def container_kwargs(config: SandboxConfig) -> dict[str, Any]:
+def container_kwargs(config: SandboxConfig, uid: int | None = None) -> dict[str, Any]:
     """The keyword arguments for `client.containers.create`/`run`: pure, so the isolation is testable
-    without an engine. Files are written as the host user so the workspace stays the host's to clean."""
+    without an engine. Never root inside: `uid` (the sandbox's own, when the host is root) or the host
+    user; no capabilities, no privilege gain, pids, memory and file-size limits."""
     workspace = str(Path(config.workspace).resolve())
     volumes = [f"{workspace}:{config.cwd}:rw"]
     for m in config.mounts:
@@ -75,7 +77,10 @@ def container_kwargs(config: SandboxConfig) -> dict[str, Any]:
         "memswap_limit": limits.memory_bytes,
         "pids_limit": limits.processes,
         "ulimits": [Ulimit(name="fsize", soft=limits.file_size_bytes, hard=limits.file_size_bytes)],
-        "user": f"{os.getuid()}:{os.getgid()}",
+        "user": f"{uid}:{uid}" if uid is not None else f"{os.getuid()}:{os.getgid()}",
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "tmpfs": {"/tmp": f"size={limits.tmp_bytes},mode=1777"},
         "stdin_open": False,
         "tty": False,
     }
@@ -189,7 +194,9 @@ class DockerSandbox:
         self._closed = False
         self._close_lock = threading.RLock()
         Path(config.workspace).mkdir(parents=True, exist_ok=True)
-        kwargs = container_kwargs(config)
+        self.uid = allocate_uid()
+        self.hand_over_writable()
+        kwargs = container_kwargs(config, self.uid)
         try:
             self.container = self._create(kwargs)
             _register(self, self.container.id)
@@ -260,12 +267,18 @@ class DockerSandbox:
             duration_s=duration,
         )
 
+    def hand_over_writable(self) -> None:
+        """The workspace and writable mounts belong to the container's user."""
+        writable = [Path(self.config.workspace)] + [Path(m.source) for m in self.config.mounts if m.writable]
+        hand_over(writable, self.uid)
+
     def close(self) -> None:
         """Remove the container (force): idempotent, and safe to call from a signal handler or atexit."""
         with self._close_lock:
             if self._closed:
                 return
             self._closed = True
+            release_uid(self.uid)
             container = self.container
         if container is None:
             return

@@ -1,13 +1,16 @@
-"""`local`: bubblewrap isolation (read-only root, writable workspace, private /tmp, no network, own pids)."""
+"""`local`: bubblewrap isolation (read-only root, writable workspace, private /tmp, no network, own pids),
+commands as an unprivileged user with no capabilities, and no way to import the project itself."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import select
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -17,17 +20,21 @@ import unscaffold
 from unscaffold.errors import SandboxUnavailable
 from unscaffold.minimal_harness.sandbox import shell_server
 from unscaffold.minimal_harness.sandbox.base import ExecResult, SandboxConfig
+from unscaffold.minimal_harness.sandbox.identity import allocate_uid, hand_over, release_uid
 from unscaffold.minimal_harness.sandbox.stream import TIMEOUT_EXIT_CODE, timeout_note
 
 INSTALL_HINT = (
     "bubblewrap (bwrap) is not installed: install it with `apt-get install -y bubblewrap` "
     "(or your distribution's package), or pass `--sandbox none` to run without isolation"
 )
-_PACKAGE_ROOT = str(Path(unscaffold.__file__).resolve().parent.parent)
+_PACKAGE_DIR = Path(unscaffold.__file__).resolve().parent
 _GRACE_S = 10.0  # beyond the command's own timeout, for the server to answer
-# Top-level folders a command may need (the system's programs and libraries, users' toolchains); the rest
-# of the host (other projects, mounted disks) stays out, and every bind costs start-up time.
-_RUNTIME = ("bin", "etc", "home", "lib", "lib32", "lib64", "libx32", "opt", "root", "sbin", "usr")
+# Top-level folders a command may need (the system's programs and libraries); the rest of the host
+# (home folders, other projects, mounted disks, the project's runs) stays out.
+_RUNTIME = ("bin", "etc", "lib", "lib32", "lib64", "libx32", "opt", "sbin", "usr")
+SERVER_ROOT = "/run/shell-server"  # inside: the server's own modules, nothing else of the project
+# The modules the shell server imports (standard library only beyond these).
+_SERVER_MODULES = ("shell_server.py", "stream.py", "output.py", "result.py")
 
 
 def sandbox_env(config: SandboxConfig) -> dict[str, str]:
@@ -55,19 +62,74 @@ def parse_answer(header: bytes, read: Callable[[int], bytes]) -> ExecResult:
                       duration_s=float(duration))
 
 
-def _project_paths() -> list[str]:
-    """The project's package and Python (e.g. a checkout under /work or /tmp), unless a runtime folder
-    already shows them: `python3` inside must be this environment."""
-    candidates = {_PACKAGE_ROOT, sys.prefix, sys.base_prefix, str(Path(sys.executable).resolve().parent.parent)}
+def _python_paths() -> list[str]:
+    """The project's Python (its environment and the interpreter it was made from), unless a runtime
+    folder already shows them: `python3` inside must be this environment, for the suites' libraries."""
+    candidates = {sys.prefix, sys.base_prefix, str(Path(sys.executable).resolve().parent.parent)}
     shown = tuple(f"/{entry}/" for entry in _RUNTIME)
     needed = sorted(p for p in candidates if Path(p).is_dir() and p != "/" and not (p + "/").startswith(shown))
     return [p for p in needed if not any(p != q and p.startswith(q + "/") for q in needed)]
 
 
-def bwrap_argv(config: SandboxConfig, inner: list[str], bwrap: str = "bwrap") -> list[str]:
+def _hidden_paths(bound: list[str]) -> list[str]:
+    """The project package where a bound folder would show it (an installed, not editable, copy):
+    covered by an empty folder, so no command can import it or read its data (gold answers among it)."""
+    package = str(_PACKAGE_DIR)
+    roots = [f"/{entry}" for entry in _RUNTIME] + bound
+    return [package] if any(package.startswith(r + "/") for r in roots) else []
+
+
+def _parent_dirs(target: str, made: set[str]) -> list[str]:
+    """Folders above a mount point, made traversable (bubblewrap would make them private to root, and
+    the sandbox user could not reach what is mounted below)."""
+    out: list[str] = []
+    parts = Path(target).parts[1:-1]
+    for i in range(len(parts)):
+        folder = "/" + "/".join(parts[: i + 1])
+        if folder in made or any(folder.startswith(m + "/") for m in made if m.lstrip("/") in _RUNTIME):
+            continue
+        made.add(folder)
+        out += ["--perms", "0755", "--dir", folder]
+    made.add(target)
+    return out
+
+
+_server_dir: str | None = None
+_server_lock = threading.Lock()
+
+
+def server_dir() -> str:
+    """A private copy of the shell server's modules (laid out as their package), made once per process:
+    the sandbox binds this, never the project, so nothing else of the project is within reach."""
+    global _server_dir
+    with _server_lock:
+        if _server_dir is None:
+            root = Path(tempfile.mkdtemp(prefix="unscaffold-shell-"))
+            package = root / "unscaffold" / "minimal_harness" / "sandbox"
+            package.mkdir(parents=True)
+            for folder in (root / "unscaffold", root / "unscaffold" / "minimal_harness", package):
+                (folder / "__init__.py").write_text("")
+            source = Path(shell_server.__file__).parent
+            for name in _SERVER_MODULES:
+                shutil.copyfile(source / name, package / name)
+            for path in [root, *root.rglob("*")]:
+                path.chmod(0o755 if path.is_dir() else 0o644)
+            atexit.register(shutil.rmtree, root, True)
+            _server_dir = str(root)
+        return _server_dir
+
+
+def bwrap_argv(config: SandboxConfig, inner: list[str], bwrap: str = "bwrap", uid: int | None = None) -> list[str]:
     """The bubblewrap command line that runs `inner`. The root is a fresh tmpfs with the host's runtime
-    folders bound read-only, so the workspace can appear at any path (e.g. Harbor's /app)."""
+    folders bound read-only, so the workspace can appear at any path (e.g. Harbor's /app).
+
+    As root (`uid` given) bubblewrap keeps only the two capabilities the server needs to become `uid`,
+    which it does before it serves anything; otherwise a user namespace with no capabilities."""
     argv = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    if uid is None:
+        argv += ["--unshare-user", "--cap-drop", "ALL"]
+    else:
+        argv += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     if not config.network:
         argv.append("--unshare-net")
     for entry in _RUNTIME:
@@ -76,14 +138,28 @@ def bwrap_argv(config: SandboxConfig, inner: list[str], bwrap: str = "bwrap") ->
             argv += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             argv += ["--ro-bind", path, path]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/run", "--tmpfs", "/var"]
+    limits = config.limits
+    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
+             "--size", str(limits.var_bytes), "--tmpfs", "/run", "--size", str(limits.var_bytes), "--tmpfs", "/var",
+             "--perms", "1777", "--dir", "/var/tmp"]
     argv += ["--ro-bind-try", "/var/lib", "/var/lib"]
-    for path in _project_paths():
-        argv += ["--ro-bind", path, path]
-    argv += ["--bind", str(Path(config.workspace).resolve()), config.cwd]
+    made = {"/proc", "/dev", "/tmp", "/run", "/var", *(f"/{entry}" for entry in _RUNTIME)}
+
+    def bind(option: str, source: str, target: str) -> None:
+        argv.extend(_parent_dirs(target, made) + [option, source, target])
+
+    python = _python_paths()
+    for path in python:
+        bind("--ro-bind", path, path)
+    for path in _hidden_paths(python):
+        argv += ["--tmpfs", path]
+    bind("--ro-bind", server_dir(), SERVER_ROOT)
+    bind("--bind", str(Path(config.workspace).resolve()), config.cwd)
     for m in config.mounts:
-        argv += ["--bind" if m.writable else "--ro-bind", str(Path(m.source).resolve()), m.target]
-    argv += ["--chdir", config.cwd, "--clearenv"]
+        bind("--bind" if m.writable else "--ro-bind", str(Path(m.source).resolve()), m.target)
+    # As root, the server changes into the workspace itself once it is the sandbox user: without
+    # capabilities root may not enter a folder that user owns.
+    argv += (["--chdir", config.cwd] if uid is None else []) + ["--clearenv"]
     for key, value in sandbox_env(config).items():
         argv += ["--setenv", key, value]
     argv += ["--", *inner]
@@ -99,16 +175,30 @@ class LocalSandbox:
             raise SandboxUnavailable(INSTALL_HINT)
         self.config, self.bwrap = config, bwrap
         Path(config.workspace).mkdir(parents=True, exist_ok=True)
+        self.uid = allocate_uid()
+        self.hand_over_writable()
         net = "network on" if config.network else "no network"
-        self.isolation = f"bubblewrap: read-only root, writable workspace, private /tmp, own pids, {net}"
+        user = f"uid {self.uid}" if self.uid is not None else "the host user in a user namespace"
+        self.isolation = (f"bubblewrap: read-only root, writable workspace, private /tmp, own pids, {net}; "
+                          f"commands as {user} with no capabilities")
         self._buffer = bytearray()
         self._lock = threading.Lock()
+        self._closed = False
         # Start now: the server boots while the model thinks about its first step.
         self._proc: subprocess.Popen[bytes] | None = self._start()
 
+    def hand_over_writable(self) -> None:
+        """The workspace and writable mounts belong to the sandbox user (call again after the host adds
+        files there, e.g. a verifier's tests)."""
+        writable = [Path(self.config.workspace)] + [Path(m.source) for m in self.config.mounts if m.writable]
+        hand_over(writable, self.uid)
+
     def _start(self) -> subprocess.Popen[bytes]:
-        server = [sys.executable, "-I", "-S", str(Path(shell_server.__file__)), _PACKAGE_ROOT, self.config.cwd]
-        argv = bwrap_argv(self.config, server, self.bwrap)
+        if self._closed:
+            raise SandboxUnavailable("the sandbox was closed")
+        server = [sys.executable, "-I", "-S", f"{SERVER_ROOT}/unscaffold/minimal_harness/sandbox/shell_server.py",
+                  SERVER_ROOT, self.config.cwd, str(self.uid if self.uid is not None else -1)]
+        argv = bwrap_argv(self.config, server, self.bwrap, uid=self.uid)
         proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -197,6 +287,9 @@ class LocalSandbox:
         """Ends the trial's sandbox; its pid namespace, and everything in it, goes with it."""
         with self._lock:
             self._stop()
+            self._closed = True
+            release_uid(self.uid)
+            self.uid = None
 
     def __del__(self) -> None:
         if getattr(self, "_proc", None) is not None:

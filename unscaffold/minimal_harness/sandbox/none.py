@@ -31,5 +31,8 @@ class UnisolatedSandbox:
             preexec=self.config.limits.preexec(),
         )
 
+    def hand_over_writable(self) -> None:
+        """Commands run as the host user: nothing to hand over."""
+
     def close(self) -> None:
         pass

@@ -68,11 +68,33 @@ def run_command(command: str, timeout_s: float):  # -> ExecResult (imported lazi
     return result
 
 
-def serve() -> None:
+def capabilities() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("CapEff:"):
+                return int(line.split()[1], 16)
+    return -1
+
+
+def drop_privileges(uid: int) -> None:
+    """Become `uid` (no groups, and with it no capabilities) before serving anything; refuse to serve
+    if any capability survived."""
+    if uid >= 0:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    if capabilities() != 0:
+        sys.stderr.write("shell_server: refusing to serve with capabilities left\n")
+        raise SystemExit(3)
+
+
+def serve(cwd: str, uid: int = -1) -> None:
     if not in_private_pid_namespace():
         # kill_others() would kill every process of this user on a host: refuse outright.
         sys.stderr.write("shell_server: refusing to run outside a private pid namespace\n")
         raise SystemExit(3)
+    drop_privileges(uid)
+    os.chdir(cwd)
     requests, answers = sys.stdin.buffer, sys.stdout.buffer
     while header := requests.readline():
         timeout, size = header.split()
@@ -86,6 +108,7 @@ def serve() -> None:
 
 
 if __name__ == "__main__":
-    # Started as a script with `python -I -S` (no site-packages); argv[1]: the folder holding `unscaffold`.
+    # Started as a script with `python -I -S` (no site-packages); argv: the folder holding this server's
+    # own copy of its modules, the working directory, the uid to become (-1: stay).
     sys.path.insert(0, sys.argv[1])
-    serve()
+    serve(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else -1)
