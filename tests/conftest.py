@@ -57,3 +57,17 @@ def assert_k_current(bank: Path, shipped: Path, tmp_path: Path) -> None:
     assert fresh == sorted(p.relative_to(shipped) for p in shipped.rglob("*") if p.is_file())
     for relative in fresh:
         assert (shipped / relative).read_text() == (tmp_path / "K" / relative).read_text(), relative
+
+
+def eventually(predicate, timeout_s: float = 10.0, interval_s: float = 0.02) -> bool:
+    """Poll until `predicate()` holds or the deadline passes (instead of a fixed sleep that a busy
+    machine can outlast)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval_s)

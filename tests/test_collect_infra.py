@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.conftest import HARBOR_EXAMPLES, call, final, needs_bwrap
+from tests.conftest import HARBOR_EXAMPLES, call, eventually, final, needs_bwrap
 from unscaffold.collect import trial as trial_module
 from unscaffold.collect.models import RunConfig
 from unscaffold.collect.runner import run
@@ -90,12 +90,18 @@ class _SlowSession(ReviewSession):
         self.meter = meter
 
     def next(self, error):
+        """Stay inside until as many calls as the cap allows are in flight (polled up to a deadline, so a
+        busy machine only slows the test); then linger briefly, giving an over-admitted call its chance
+        to show up in the meter."""
         with self.meter["lock"]:
             self.meter["now"] += 1
             self.meter["max"] = max(self.meter["max"], self.meter["now"])
-        time.sleep(0.05)
+        m = self.meter
+        eventually(lambda: m["now"] >= min(m["cap"], m["unfinished"]) or m["max"] > m["cap"])
+        time.sleep(0.02)
         with self.meter["lock"]:
             self.meter["now"] -= 1
+            self.meter["unfinished"] -= 1
         return RawSubmission(payload={"decision": "PASS", "reason": "ok"})
 
 
@@ -121,7 +127,7 @@ class _Factory:
 
 def test_reviewer_concurrency_cap() -> None:
     for limit, expected in ((1, 1), (3, 3)):
-        meter = {"lock": threading.Lock(), "now": 0, "max": 0}
+        meter = {"lock": threading.Lock(), "now": 0, "max": 0, "cap": limit, "unfinished": 8}
         factory = ThrottledReviewers(_Factory(meter), limit)
         threads = [threading.Thread(target=lambda f=factory: f.for_trial("t").open(None).next(None)) for _ in range(8)]
         for t in threads:

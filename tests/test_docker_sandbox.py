@@ -16,6 +16,7 @@ import docker
 import docker.errors
 import pytest
 
+from tests.conftest import eventually
 from unscaffold.errors import SandboxUnavailable
 from unscaffold.minimal_harness.sandbox import docker_sandbox as ds
 from unscaffold.minimal_harness.sandbox.base import Limits, Mount, SandboxConfig
@@ -126,8 +127,7 @@ def test_wrapper_timeout_kills_the_group(tmp_path: Path) -> None:
     assert code == TIMEOUT_EXIT_CODE
     assert out == "started\n"  # no job-control chatter from the wrapper
     assert elapsed < 10
-    time.sleep(0.2)
-    assert not _alive(int(pidfile.read_text()))
+    assert eventually(lambda: not _alive(int(pidfile.read_text())))
 
 
 @needs_setsid
@@ -136,8 +136,7 @@ def test_wrapper_kills_leftover_background_processes(tmp_path: Path) -> None:
     code, out, elapsed = _run_wrapper(f"sleep 60 & echo $! > {pidfile}; echo done", 30)
     assert code == 0 and out == "done\n"
     assert elapsed < 10  # did not wait for the background sleep
-    time.sleep(0.2)
-    assert not _alive(int(pidfile.read_text()))
+    assert eventually(lambda: not _alive(int(pidfile.read_text())))
 
 
 # ---------------------------------------------------------------- a fake engine

@@ -159,3 +159,73 @@ def test_sigkill_half_way_then_resume_finishes_every_trial_once(tmp_path: Path) 
     finished = [e["trial_id"] for e in events if e["event"] == "trial_finished"]
     assert sorted(finished) == [f"t{i}" for i in range(8)]  # each exactly once
     assert not list(out.rglob("*.tmp"))
+
+
+KILL_DRIVER = """
+import os, sys
+from pathlib import Path
+from unscaffold.collect import runner, trial
+from unscaffold.collect.models import RunConfig
+
+kill_after = int(sys.argv[1])
+count = 0
+
+def counted(write):
+    def wrapper(*args, **kwargs):
+        global count
+        write(*args, **kwargs)
+        count += 1
+        if count == kill_after:
+            os._exit(9)  # as abrupt as SIGKILL: no cleanup, no flush
+    return wrapper
+
+runner.append_jsonl = counted(runner.append_jsonl)
+trial.write_json_atomic = counted(trial.write_json_atomic)
+runner.run(RunConfig(suite="harbor", data=Path(sys.argv[2]), student="replay:" + sys.argv[3], out=Path(sys.argv[4])))
+"""
+
+
+def test_a_kill_after_any_write_then_resume_records_every_trial_exactly_once(tmp_path: Path) -> None:
+    """Each trial writes three things (started event, result.json, finished event); the run is killed
+    right after each of the nine writes in turn, including between a result and its event."""
+    replay = tmp_path / "r.json"
+    replay.write_text(json.dumps({"*": [call("echo step"), final("done")]}))
+    tasks = tmp_path / "tasks"
+    for i in range(3):
+        t = tasks / f"t{i}"
+        (t / "tests").mkdir(parents=True)
+        (t / "instruction.md").write_text(f"task {i}")
+        (t / "task.toml").write_text("")
+        (t / "tests" / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
+    for kill_after in range(1, 10):
+        out = tmp_path / f"run{kill_after}"
+        killed = subprocess.run([sys.executable, "-c", KILL_DRIVER, str(kill_after), str(tasks), str(replay), str(out)],
+                                cwd=ROOT, capture_output=True, timeout=120)
+        assert killed.returncode == 9, killed.stderr
+        before = {p.parent.name: p.read_text() for p in out.glob("trials/*/result.json")}
+        summary = run(RunConfig(suite="harbor", data=tasks, student=f"replay:{replay}", out=out))
+        assert summary.per_task == {"t0": 1.0, "t1": 1.0, "t2": 1.0}, kill_after
+        for name, text in before.items():  # a committed trial is never run again
+            assert (out / "trials" / name / "result.json").read_text() == text
+        events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+        finished = sorted(e["trial_id"] for e in events if e["event"] == "trial_finished")
+        assert finished == ["t0", "t1", "t2"], (kill_after, finished)
+        recovered = [e["trial_id"] for e in events if e.get("recovered")]
+        assert recovered == (["t0", "t1", "t2"][kill_after // 3 - 0:kill_after // 3 + 1] if kill_after % 3 == 2
+                             else []), kill_after
+
+
+def test_a_trial_folder_that_cannot_be_removed_is_set_aside(tmp_path: Path, monkeypatch) -> None:
+    from unscaffold.collect import runner
+
+    stuck = tmp_path / "trials" / "t0"
+    stuck.mkdir(parents=True)
+    (stuck / "trajectory.json").write_text("{}")
+
+    def refuse(path, *a, **k):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(runner.shutil, "rmtree", refuse)
+    runner.set_aside(stuck)
+    assert not stuck.exists()
+    assert (tmp_path / "trials" / "t0.stale-1" / "trajectory.json").read_text() == "{}"

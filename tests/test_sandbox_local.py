@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import needs_bwrap
+from tests.conftest import eventually, needs_bwrap
 from unscaffold.errors import SandboxUnavailable
 from unscaffold.minimal_harness.sandbox import SandboxConfig, open_sandbox
 from unscaffold.minimal_harness.sandbox.local import INSTALL_HINT, LocalSandbox, bwrap_argv
@@ -61,8 +61,7 @@ def test_a_command_that_kills_the_shell_server_only_ends_itself(box) -> None:
 def test_setsid_escape_is_killed_too(box) -> None:
     tag = f"unscaffold-setsid-{os.getpid()}-{time.time_ns()}"
     box.execute(f"setsid bash -c 'exec -a {tag} sleep 1000' > /dev/null 2>&1 & echo ok")
-    time.sleep(0.2)
-    assert tag not in _host_processes()
+    assert eventually(lambda: tag not in _host_processes())
 
 
 def test_cwd_and_environment_do_not_persist(box) -> None:
@@ -100,8 +99,7 @@ def test_background_job_is_gone_when_the_command_returns(box) -> None:
     tag = f"unscaffold-bg-{os.getpid()}-{time.time_ns()}"
     r = box.execute(f"bash -c 'exec -a {tag} sleep 1000' & echo started")
     assert r.output == "started\n"
-    time.sleep(0.2)
-    assert tag not in _host_processes()
+    assert eventually(lambda: tag not in _host_processes())
 
 
 def test_timeout_returns_on_time_and_kills_grandchildren(box) -> None:
@@ -112,8 +110,7 @@ def test_timeout_returns_on_time_and_kills_grandchildren(box) -> None:
     assert r.timed_out and r.exit_code == 124
     assert "[command timed out after 2 s; its process group was killed]" in r.output
     assert elapsed < 2 + 2
-    time.sleep(0.2)
-    assert tag not in _host_processes()
+    assert eventually(lambda: tag not in _host_processes())
 
 
 def test_fifty_megabytes_of_output_is_truncated(box) -> None:
