@@ -57,7 +57,10 @@ def test_container_kwargs_exact(tmp_path: Path) -> None:
     assert kw["pids_limit"] == 256
     assert kw["ulimits"] == [{"Name": "fsize", "Soft": 1024**3, "Hard": 1024**3}]
     assert kw["labels"] == {"unscaffold": "1"}
-    assert kw["user"] == f"{os.getuid()}:{os.getgid()}"
+    assert kw["user"] == f"{os.getuid()}:{os.getgid()}"  # no uid of its own: the host user
+    assert kw["cap_drop"] == ["ALL"] and kw["security_opt"] == ["no-new-privileges"]
+    assert kw["tmpfs"] == {"/tmp": f"size={1024**3},mode=1777"}
+    assert container_kwargs(config, uid=1_610_000_007)["user"] == "1610000007:1610000007"  # never root
     env = kw["environment"]
     assert env["PATH"] == IMAGE_PATH  # not the host virtualenv
     assert env["HOME"] == "/tmp" and env["FOO"] == "bar" and env["LANG"] == "C.UTF-8"
