@@ -81,11 +81,15 @@ def _tree_digest(root: Path) -> dict[str, str]:
 
 def example_workspace(bank: Bank) -> Callable[[Path], AbstractContextManager[None]]:
     """How each example's workspace is prepared on the host: by the suite the bank names, else not at all."""
-    if bank.manifest.example_suite is None:
+    name = bank.manifest.example_suite
+    if name is None:
         return lambda workspace: contextlib.nullcontext()
-    from unscaffold.benchmarks import load_suite
+    from unscaffold.benchmarks import SUITES, load_suite
 
-    return load_suite(bank.manifest.example_suite).example_workspace
+    if name not in SUITES:
+        raise InputError(str(bank.root / "manifest.toml"), "example_suite",
+                         f"unknown suite {name!r}; known: {', '.join(sorted(SUITES))}")
+    return load_suite(name).example_workspace
 
 
 def check_recipe(bank: Bank, tool: ToolSpec, recipe: Recipe, kind: SandboxKind) -> list[RecipeCheck]:
