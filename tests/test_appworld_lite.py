@@ -445,6 +445,7 @@ def test_writes_past_the_world_size_limit_fail_with_507(world: Apis, monkeypatch
     assert len(world.notes.show_notes(access_token=token, query="big", page_limit=20)) == 2  # rolled back
 
 
+@pytest.mark.filterwarnings("ignore:--sandbox none")
 def test_the_server_is_gone_after_the_trial_even_after_a_crash(tmp_path: Path, write_replay,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     task = catalog()["note_fact-0_1"]
