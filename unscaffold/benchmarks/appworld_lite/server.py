@@ -141,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Serve a demo app world to a folder until Ctrl-C.")
     parser.add_argument("workspace", type=Path)
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` cleans up as Ctrl-C does
     with served(demo_world(), args.workspace):
         print(f"serving a demo world at {args.workspace / STATE_DIR / SOCKET_FILE}; Ctrl-C stops it", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
