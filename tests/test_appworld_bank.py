@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,9 @@ from unscaffold.behaviors.detector import detect
 from unscaffold.benchmarks import load_suite
 from unscaffold.benchmarks.appworld_lite.apis import STATE_DIR, Apis
 from unscaffold.benchmarks.appworld_lite.catalog import catalog
+from unscaffold.benchmarks.appworld_lite.server import served
 from unscaffold.benchmarks.appworld_lite.templates import heredoc
-from unscaffold.benchmarks.appworld_lite.world import demo_world, setup_workspace
+from unscaffold.benchmarks.appworld_lite.world import demo_world
 from unscaffold.collect.models import RunConfig
 from unscaffold.collect.runner import run
 from unscaffold.knowledge.bank import load_bank
@@ -65,13 +67,25 @@ def test_recipes_do_what_the_tools_do(tmp_path: Path) -> None:
     assert all(c.same_output and c.same_files for c in report.recipe_checks)
 
 
+def test_tool_examples_get_the_demo_world_served_on_the_host(tmp_path: Path) -> None:
+    """What compile-k's `example_suite` hook gives each example: the client and a live world, nothing else."""
+    assert load_bank(BANK).manifest.example_suite == "appworld_lite"
+    arguments = json.dumps({"app_name": "contacts", "api_name": "show_contacts"})
+    with load_suite("appworld_lite").example_workspace(tmp_path):
+        result = subprocess.run([sys.executable, str(BANK / "tools" / "api_doc.py"), arguments], cwd=tmp_path,
+                                capture_output=True, text=True, timeout=60)
+    assert result.stdout.startswith("contacts.show_contacts: List contacts") and result.returncode == 0
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == [".apps", ".apps/calls.jsonl",
+                                                                                "apis.py"]
+
+
 # ---------------------------------------------------------------- the runtime checks
 
 
 @pytest.fixture
-def demo(tmp_path: Path) -> tuple[Path, Apis]:
-    setup_workspace(tmp_path, demo_world())
-    return tmp_path, Apis(tmp_path / STATE_DIR)
+def demo(tmp_path: Path) -> Iterator[tuple[Path, Apis]]:
+    with served(demo_world(), tmp_path):
+        yield tmp_path, Apis(tmp_path / STATE_DIR)
 
 
 def check(workspace: Path, name: str, **context) -> tuple[int, str]:

@@ -5,8 +5,12 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
+import socket as socket_lib
 import sys
+import threading
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from unittest import mock
 
@@ -14,14 +18,16 @@ import pytest
 
 from tests.conftest import call, final, needs_bwrap
 from unscaffold.benchmarks import Task, load_suite
-from unscaffold.benchmarks.appworld_lite import apps
-from unscaffold.benchmarks.appworld_lite.apis import DB_FILE, STATE_DIR, ApiError, Apis, api_kind
+from unscaffold.benchmarks.appworld_lite import apps, server
+from unscaffold.benchmarks.appworld_lite.apis import STATE_DIR, ApiError, Apis, api_kind
 from unscaffold.benchmarks.appworld_lite.catalog import LiteTask, build_task, catalog
 from unscaffold.benchmarks.appworld_lite.metrics import goal_completion
+from unscaffold.benchmarks.appworld_lite.server import served
 from unscaffold.benchmarks.appworld_lite.suite import AppWorldLiteSuite
 from unscaffold.benchmarks.appworld_lite.templates import TEMPLATES
 from unscaffold.benchmarks.appworld_lite.verify import answers_match, verify
-from unscaffold.benchmarks.appworld_lite.world import demo_world, setup_workspace
+from unscaffold.benchmarks.appworld_lite.world import demo_world
+from unscaffold.benchmarks.appworld_real import bridge
 from unscaffold.collect.models import RunConfig
 from unscaffold.collect.runner import run
 from unscaffold.errors import InputError
@@ -38,10 +44,10 @@ def sample_ids() -> list[str]:
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> Apis:
-    """The demo world (no task's) in a fresh workspace."""
-    setup_workspace(tmp_path, demo_world())
-    return Apis(tmp_path / STATE_DIR)
+def world(tmp_path: Path) -> Iterator[Apis]:
+    """The demo world (no task's) served to a fresh workspace."""
+    with served(demo_world(), tmp_path):
+        yield Apis(tmp_path / STATE_DIR)
 
 
 def login(apis: Apis, app: str) -> str:
@@ -123,6 +129,13 @@ def test_failed_write_changes_nothing(world: Apis) -> None:
     assert world.payments.show_transactions(access_token=token, user_email="x@y.z") == []
 
 
+def test_the_client_is_standard_library_only() -> None:
+    """It runs in the sandbox's python3, which cannot import the project."""
+    source = (Path(apps.__file__).parent / "apis.py").read_text()
+    imports = re.findall(r"^(?:from|import)\s+([\w.]+)", source, re.M)
+    assert imports == ["__future__", "ast", "json", "os", "socket", "pathlib", "typing"]
+
+
 def test_api_kinds_match_what_the_apps_declare() -> None:
     for app, table in apps.APPS.items():
         for name, spec in table.items():
@@ -173,19 +186,34 @@ def test_suite_tasks_and_leak_markers() -> None:
 # ---------------------------------------------------------------- reference solutions, in process
 
 
-def solve_in_process(task: LiteTask, root: Path, paging: str) -> float:
-    """Run the reference scripts against a fresh world without a sandbox; return the verifier's reward."""
-    workspace = root / task.id / paging
-    setup_workspace(workspace, task.world)
-    task.world.write(workspace.parent / f"{paging}-initial.db")
+@contextlib.contextmanager
+def task_world(task: LiteTask, root: Path) -> Iterator[tuple[Apis, Path, Path]]:
+    """The task's world served to a fresh workspace: (apis on it, a copy of the initial world, the live world)."""
+    task.world.write(root / "initial.db")
+    with served(task.world, root / "ws", root / "world") as db:
+        yield Apis(root / "ws" / STATE_DIR), root / "initial.db", db
+
+
+def run_reference(task: LiteTask, apis: Apis, paging: str) -> None:
+    """The reference scripts, in this process, as `from apis import apis` sees them in a workspace."""
     module = types.ModuleType("apis")
-    module.apis = Apis(workspace / STATE_DIR)  # type: ignore[attr-defined]
+    module.apis = apis  # type: ignore[attr-defined]
     with mock.patch.dict(sys.modules, {"apis": module}), contextlib.redirect_stdout(io.StringIO()):
         for script in task.template.scripts(task.instance.params, paging):
             with contextlib.suppress(Exception):  # a first-page-only script may not find its target
                 exec(compile(script, task.id, "exec"), {"__name__": "__main__"})
-    score = verify(workspace.parent / f"{paging}-initial.db", workspace / STATE_DIR / DB_FILE, task.instance.outcome)
-    return score.reward
+
+
+def rescore(task: LiteTask, initial: Path, db: Path) -> tuple[float, dict]:
+    score = verify(initial, db, task.instance.outcome)
+    return score.reward, score.details
+
+
+def solve_in_process(task: LiteTask, root: Path, paging: str) -> float:
+    """Run the reference scripts against a fresh world without a sandbox; return the verifier's reward."""
+    with task_world(task, root / task.id / paging) as (apis, initial, db):
+        run_reference(task, apis, paging)
+    return rescore(task, initial, db)[0]
 
 
 def test_every_reference_solution_passes_and_first_page_fails_exactly_the_paginated(tmp_path: Path) -> None:
@@ -199,24 +227,20 @@ def test_every_reference_solution_passes_and_first_page_fails_exactly_the_pagina
 
 
 @pytest.fixture
-def solved(tmp_path: Path) -> tuple[LiteTask, Path, Apis]:
-    """settle_requests-0_1 solved by its reference script in process: (task, initial db, apis on the result)."""
+def solved(tmp_path: Path) -> Iterator[tuple[LiteTask, Path, Path, Apis]]:
+    """settle_requests-0_1 solved by its reference script in process: (task, initial world, live world, apis)."""
     task = catalog()["settle_requests-0_1"]
-    assert solve_in_process(task, tmp_path, "all") == 1.0
-    workspace = tmp_path / task.id / "all"
-    return task, tmp_path / task.id / "all-initial.db", Apis(workspace / STATE_DIR)
-
-
-def rescore(task: LiteTask, initial: Path, apis: Apis) -> tuple[float, dict]:
-    score = verify(initial, apis.state_dir / DB_FILE, task.instance.outcome)
-    return score.reward, score.details
+    with task_world(task, tmp_path) as (apis, initial, db):
+        run_reference(task, apis, "all")
+        assert rescore(task, initial, db)[0] == 1.0
+        yield task, initial, db, apis
 
 
 def test_verifier_catches_an_extra_change(solved) -> None:
-    task, initial, apis = solved
+    task, initial, db, apis = solved
     token = login(apis, "messages")
     apis.messages.send_message(access_token=token, receiver_email="someone@example.com", message="extra")
-    reward, details = rescore(task, initial, apis)
+    reward, details = rescore(task, initial, db)
     assert reward == 0.0 and details["checks"]["no_other_changes"] is False
     assert details["checks"]["expected_changes_made"] is True
     assert details["unexpected_changes"] == [
@@ -226,14 +250,12 @@ def test_verifier_catches_an_extra_change(solved) -> None:
 
 def test_verifier_catches_a_missing_and_a_wrong_change(tmp_path: Path) -> None:
     task = catalog()["update_phone-0_1"]
-    setup_workspace(tmp_path / "ws", task.world)
-    task.world.write(tmp_path / "initial.db")
-    apis = Apis(tmp_path / "ws" / STATE_DIR)
-    token = login(apis, "contacts")
-    contact_id = dict(task.instance.outcome.effects[0].args)["contact_id"]
-    apis.contacts.update_contact(access_token=token, contact_id=contact_id, phone_number="555-0000")
-    apis.supervisor.complete_task()
-    reward, details = rescore(task, tmp_path / "initial.db", apis)
+    with task_world(task, tmp_path) as (apis, initial, db):
+        token = login(apis, "contacts")
+        contact_id = dict(task.instance.outcome.effects[0].args)["contact_id"]
+        apis.contacts.update_contact(access_token=token, contact_id=contact_id, phone_number="555-0000")
+        apis.supervisor.complete_task()
+    reward, details = rescore(task, initial, db)
     assert reward == 0.0
     phone = task.instance.params["phone"]
     assert details["missing_changes"] == [f'contacts #{contact_id} set {{"phone_number": "{phone}"}}']
@@ -242,13 +264,11 @@ def test_verifier_catches_a_missing_and_a_wrong_change(tmp_path: Path) -> None:
 
 def test_verifier_needs_complete_task_and_the_right_answer(tmp_path: Path) -> None:
     task = catalog()["note_fact-0_1"]
-    setup_workspace(tmp_path / "ws", task.world)
-    task.world.write(tmp_path / "initial.db")
-    apis = Apis(tmp_path / "ws" / STATE_DIR)
-    reward, details = rescore(task, tmp_path / "initial.db", apis)
-    assert reward == 0.0 and details["checks"]["task_completed"] is False
-    apis.supervisor.complete_task(answer="not it")
-    reward, details = rescore(task, tmp_path / "initial.db", apis)
+    with task_world(task, tmp_path) as (apis, initial, db):
+        reward, details = rescore(task, initial, db)
+        assert reward == 0.0 and details["checks"]["task_completed"] is False
+        apis.supervisor.complete_task(answer="not it")
+    reward, details = rescore(task, initial, db)
     assert reward == 0.0 and details["checks"] == {"task_completed": True, "answer_matches": False,
                                                    "expected_changes_made": True, "no_other_changes": True}
     missing = verify(tmp_path / "initial.db", tmp_path / "nope.db", task.instance.outcome)
@@ -289,11 +309,12 @@ def test_oracle_run_scores_100_tgc_and_sgc(tmp_path: Path) -> None:
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["tgc"] == results["sgc"] == results["pass_at_1"] == 100.0
     assert results["n_scenarios"] == 3 and summary.n_tasks == 9
-    workspace = tmp_path / "trials" / "settle_requests-0_1" / "workspace"
-    assert sorted(p.name for p in (workspace / STATE_DIR).iterdir()) == ["apps.py", "calls.jsonl", "task.json",
-                                                                         "world.db"]
-    assert "outcome" not in (workspace / STATE_DIR / "task.json").read_text()  # the gold stays outside
-    assert (tmp_path / "trials" / "settle_requests-0_1" / "gold" / "initial.db").is_file()
+    trial = tmp_path / "trials" / "settle_requests-0_1"
+    # No world, gold or apps code anywhere in the workspace: the client, the request and the call log only.
+    assert sorted(str(p.relative_to(trial / "workspace")) for p in (trial / "workspace").rglob("*")) == [
+        ".apps", ".apps/calls.jsonl", ".apps/task.json", "apis.py"]
+    assert "outcome" not in (trial / "workspace" / STATE_DIR / "task.json").read_text()  # the gold stays outside
+    assert (trial / "gold" / "initial.db").is_file() and (trial / "world" / "world.db").is_file()
 
 
 @needs_bwrap
@@ -325,3 +346,127 @@ def test_first_page_replay_on_every_task(tmp_path: Path, write_replay) -> None:
                             concurrency=2))
     failed = {tid for tid, reward in summary.per_task.items() if reward < 1.0}
     assert failed == {tid for tid in ids if catalog()[tid].instance.needs_all_pages}
+
+
+# ---------------------------------------------------------------- the world stays behind its server
+
+
+@needs_bwrap
+def test_a_student_cannot_edit_the_world_file(tmp_path: Path, write_replay) -> None:
+    """The task's change made with sqlite on the world's file, as a hostile student would: it is not there."""
+    task = catalog()["update_phone-0_1"]
+    contact_id = dict(task.instance.outcome.effects[0].args)["contact_id"]
+    trial = tmp_path / "run" / "trials" / task.id
+    edit = (f"python3 -c \"import sqlite3; sqlite3.connect('.apps/world.db').execute('UPDATE contacts SET "
+            f"phone_number = 1 WHERE contact_id = {contact_id}')\"")
+    reach = f"cat {trial / 'world' / 'world.db'} {trial / 'gold' / 'initial.db'}"
+    submit = "python3 -c 'from apis import apis; apis.supervisor.complete_task()'"
+    replay = write_replay({task.id: [call(edit), call(reach), call(submit), final("done")]})
+    summary = run(RunConfig(suite="appworld_lite", student=replay, task_ids=[task.id], out=tmp_path / "run"))
+    assert summary.per_task == {task.id: 0.0}
+    outputs = [m["content"] for m in json.loads((trial / "trajectory.json").read_text())["messages"]
+               if m["role"] == "tool"]
+    assert "sqlite3.OperationalError: no such table: contacts" in outputs[0]
+    assert f"cat: {trial / 'world' / 'world.db'}: No such file or directory" in outputs[1]
+    assert f"cat: {trial / 'gold' / 'initial.db'}: No such file or directory" in outputs[1]
+    assert outputs[2] == "\n[exit_code=0]"
+    result = json.loads((trial / "result.json").read_text())
+    phone = task.instance.params["phone"]
+    assert result["details"]["missing_changes"] == [f'contacts #{contact_id} set {{"phone_number": "{phone}"}}']
+    assert result["details"]["checks"]["task_completed"] is True
+
+
+def raw(socket_path: Path, data: bytes) -> dict:
+    """One request as bytes, as a student could send it without the client; the server's reply."""
+    with socket_lib.socket(socket_lib.AF_UNIX, socket_lib.SOCK_STREAM) as sock:
+        sock.settimeout(30)
+        sock.connect(str(socket_path))
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # refused before all of it was read
+            sock.sendall(data)
+            sock.shutdown(socket_lib.SHUT_WR)
+        reply = b""
+        while not reply.endswith(b"\n") and (chunk := sock.recv(1 << 16)):
+            reply += chunk
+    return json.loads(reply)
+
+
+def test_bad_requests_get_an_error_and_the_server_keeps_serving(world: Apis) -> None:
+    sock = world.state_dir / "world.sock"
+    bad = "Bad request: "
+    assert raw(sock, b"{not json\n") == {"ok": False, "error": bad + "not JSON (JSONDecodeError)."}
+    assert raw(sock, b"[" * 100_000 + b"\n") == {"ok": False, "error": bad + "not JSON (RecursionError)."}
+    assert raw(sock, b"x" * (3 << 20) + b"\n") == {"ok": False,
+                                                    "error": bad + "the request is longer than 1048576 bytes."}
+    assert raw(sock, b"[1, 2]\n") == {"ok": False, "error": bad + "expected one JSON object on one line."}
+    assert raw(sock, b"\xff\xfe\n") == {"ok": False, "error": bad + "not JSON (UnicodeDecodeError)."}
+    assert raw(sock, b"") == {"ok": False, "error": bad + "expected one JSON object on one line."}
+    assert raw(sock, b'{"op": "evaluate"}\n') == {"ok": False, "error": 'Response status code is 400:\n{"message": '
+                                                  '"Unknown op \'evaluate\': this world answers API calls only."}'}
+    assert raw(sock, b'{"op": "call", "app": 3, "api": [], "arguments": "x"}\n')["error"].startswith(
+        "Response status code is 400:")
+    reply = raw(sock, json.dumps({"op": "call", "app": "notes", "api": "show_notes",
+                                  "arguments": {"access_token": {"a": [1] * 10}}}).encode() + b"\n")
+    assert reply == {"ok": False, "error": 'Response status code is 422:\n{"message": "Parameter \'access_token\' of '
+                     'notes.show_notes must be of type string, not dict."}'}
+    token = login(world, "contacts")
+    with pytest.raises(ApiError) as err:  # sqlite cannot hold the id: an internal error, not a dead server
+        world.contacts.show_contact(access_token=token, contact_id=10**30)
+    assert str(err.value) == ('Response status code is 500:\n{"message": "OverflowError: Python int too large to '
+                              'convert to SQLite INTEGER"}')
+    assert world.supervisor.show_profile()["email"] == demo_world().supervisor.email  # still serving
+    log = [json.loads(x) for x in (world.state_dir / "calls.jsonl").read_text().splitlines()]
+    assert [(e["api"], e["ok"]) for e in log][-2:] == [("show_contact", False), ("show_profile", True)]
+
+
+def test_stopping_ends_a_request_left_half_sent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reading = threading.Event()
+    read_request = bridge.read_request
+
+    def observed(*args: object) -> dict:
+        reading.set()
+        return read_request(*args)
+
+    monkeypatch.setattr(bridge, "read_request", observed)
+    with socket_lib.socket(socket_lib.AF_UNIX, socket_lib.SOCK_STREAM) as sock:
+        with served(demo_world(), tmp_path):
+            sock.connect(str(tmp_path / STATE_DIR / "world.sock"))
+            sock.sendall(b'{"op": "call", "app": "supervisor", ')  # and never the rest
+            assert reading.wait(30)
+        assert json.loads(sock.recv(1 << 16)) == {"ok": False, "error": "Bad request: the server is stopping."}
+    assert sorted(p.name for p in (tmp_path / STATE_DIR).iterdir()) == []
+
+
+def test_writes_past_the_world_size_limit_fail_with_507(world: Apis, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(server, "MAX_WORLD_BYTES", 1 << 20)
+    token = login(world, "notes")
+    with pytest.raises(ApiError, match="(?s)507.*database or disk is full"):
+        for i in range(4):
+            world.notes.create_note(access_token=token, title=f"big {i}", content="x" * 400_000, tags=[])
+    assert len(world.notes.show_notes(access_token=token, query="big", page_limit=20)) == 2  # rolled back
+
+
+@pytest.mark.filterwarnings("ignore:--sandbox none")
+def test_the_server_is_gone_after_the_trial_even_after_a_crash(tmp_path: Path, write_replay,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    task = catalog()["note_fact-0_1"]
+    profile = "python3 -c 'from apis import apis; print(apis.supervisor.show_profile()[\"email\"])'"
+    replay = write_replay({task.id: [call(profile), final("done")]})
+    config = RunConfig(suite="appworld_lite", student=replay, task_ids=[task.id], sandbox="none",
+                       out=tmp_path / "ok")
+    assert run(config).per_task == {task.id: 0.0}
+    seen = json.loads((tmp_path / "ok" / "trials" / task.id / "trajectory.json").read_text())["messages"]
+    assert task.world.supervisor.email in [m["content"] for m in seen if m["role"] == "tool"][0]
+
+    def crash(*args: object) -> None:
+        raise RuntimeError("scorer crashed")
+
+    monkeypatch.setattr(AppWorldLiteSuite, "score", crash)
+    assert run(config.model_copy(update={"out": tmp_path / "crashed"})).per_task == {task.id: 0.0}
+    result = json.loads((tmp_path / "crashed" / "trials" / task.id / "result.json").read_text())
+    assert (result["reason"], result["exception"]) == ("the verifier crashed: RuntimeError: scorer crashed",
+                                                       "RuntimeError: scorer crashed")
+    assert result["outcome"] == "verifier_error"
+    for out in ("ok", "crashed"):
+        state = tmp_path / out / "trials" / task.id / "workspace" / STATE_DIR
+        assert sorted(p.name for p in state.iterdir()) == ["calls.jsonl", "task.json"]  # the socket is gone
+    assert [t.name for t in threading.enumerate() if t.name.startswith("world server")] == []

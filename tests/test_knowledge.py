@@ -112,6 +112,15 @@ def test_recipe_that_needs_the_bank_fails_equivalence(bank: Path, tmp_path: Path
     assert not (tmp_path / "K").exists()
 
 
+def test_an_unknown_example_suite_is_a_compile_error(bank: Path, tmp_path: Path) -> None:
+    edit_manifest(bank, 'name = "harbor-examples"\n', 'name = "harbor-examples"\nexample_suite = "nope"\n')
+    with pytest.raises(InputError) as err:
+        compile_k(bank, tmp_path / "K")
+    assert str(err.value).startswith(f"{bank.resolve() / 'manifest.toml'}: example_suite: unknown suite 'nope'; "
+                                     "known: appworld, appworld_lite,")
+    assert not (tmp_path / "K").exists()
+
+
 def test_check_without_transcript_rule_is_a_compile_error(bank: Path, tmp_path: Path) -> None:
     text = (bank / "manifest.toml").read_text()
     start = text.index("[checks.transcript_rule]\nwhen = \"command\"\ncommand_matches")

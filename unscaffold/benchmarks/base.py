@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -49,6 +51,18 @@ class Suite(ABC):
     @abstractmethod
     def prepare(self, task: Task, trial_dir: Path, kind: SandboxKind, *, oracle: bool = False) -> SandboxConfig:
         """Create the trial's workspace and say how the sandbox shows it."""
+
+    def services(self, task: Task, trial_dir: Path) -> AbstractContextManager[None]:
+        """What the trial needs running on the host while the student works and while it is scored (e.g. a
+        server holding the task's world outside the sandbox). The runner enters it after `prepare` and
+        leaves it once the trial is over, crashed or not. Default: nothing."""
+        return contextlib.nullcontext()
+
+    def example_workspace(self, workspace: Path) -> AbstractContextManager[None]:
+        """For `compile-k` on a bank that names this suite (`example_suite`): make `workspace` ready for a
+        tool example, on the host, for as long as the context lasts (each example gets a fresh one).
+        Default: nothing to prepare."""
+        return contextlib.nullcontext()
 
     @abstractmethod
     def oracle_commands(self, task: Task) -> list[str]:

@@ -91,30 +91,31 @@ def run_trial(
         sandbox_config.timeout_s = config.command_timeout_s
         if isinstance(context.harness, HStarHarness):
             sandbox_config.mounts.append(context.harness.mount())
-        sandbox = open_sandbox(sandbox_config)
-        isolation = sandbox.isolation
-        in_setup = False
-        try:
-            walls = [w for w in (task.agent_timeout_s, config.max_wall_s) if w]
-            agent_config = AgentConfig(
-                max_turns=config.max_turns,
-                command_timeout_s=config.command_timeout_s,
-                max_wall_s=min(walls) if walls else None,
-                max_cost_usd=config.max_cost_usd,
-                price_in_per_mtok=config.price_in_per_mtok,
-                price_out_per_mtok=config.price_out_per_mtok,
-            )
-            if context.reviewers is not None:
-                hook = ReviewHook(context.reviewers.for_trial(task.id), context.k, config.budget,
-                                  trial_dir / REVIEWS, trial_id, task.id)
-            agent = Agent(provider.for_trial(task.id), sandbox, traj, config=agent_config,
-                          save_path=trial_dir / TRAJECTORY, harness=context.harness,
-                          review_hook=hook or pass_through)
-            agent.run(task.instruction)
-            scoring = True
-            score = suite.score(task, trial_dir, sandbox, traj)
-        finally:
-            sandbox.close()
+        with suite.services(task, trial_dir):  # e.g. a server holding the task's world, on the host
+            sandbox = open_sandbox(sandbox_config)
+            isolation = sandbox.isolation
+            in_setup = False
+            try:
+                walls = [w for w in (task.agent_timeout_s, config.max_wall_s) if w]
+                agent_config = AgentConfig(
+                    max_turns=config.max_turns,
+                    command_timeout_s=config.command_timeout_s,
+                    max_wall_s=min(walls) if walls else None,
+                    max_cost_usd=config.max_cost_usd,
+                    price_in_per_mtok=config.price_in_per_mtok,
+                    price_out_per_mtok=config.price_out_per_mtok,
+                )
+                if context.reviewers is not None:
+                    hook = ReviewHook(context.reviewers.for_trial(task.id), context.k, config.budget,
+                                      trial_dir / REVIEWS, trial_id, task.id)
+                agent = Agent(provider.for_trial(task.id), sandbox, traj, config=agent_config,
+                              save_path=trial_dir / TRAJECTORY, harness=context.harness,
+                              review_hook=hook or pass_through)
+                agent.run(task.instruction)
+                scoring = True
+                score = suite.score(task, trial_dir, sandbox, traj)
+            finally:
+                sandbox.close()
     except Exception as e:  # a bug or infrastructure failure in one trial must not lose the others
         infra = in_setup and isinstance(e, (SandboxUnavailable, OSError))
         traj.exit_status = "error"

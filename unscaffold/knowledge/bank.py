@@ -113,6 +113,8 @@ class MemorySpec(Strict):
 class Manifest(Strict):
     name: str = Field(pattern=NAME)
     description: str = ""
+    example_suite: str | None = Field(None, description="a suite whose `example_workspace` hook prepares, on the "
+                                      "host, the workspace of each tool example (e.g. serves it an app world)")
     tools: list[ToolSpec] = Field(default_factory=list)
     checks: list[CheckSpec] = Field(default_factory=list)
     skills: list[SkillSpec] = Field(default_factory=list)

@@ -3,10 +3,13 @@ middleware, skills are copied, memory becomes memory.md; index.json and reviewer
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shutil
 import tempfile
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from importlib import resources
 from pathlib import Path
 
@@ -76,28 +79,45 @@ def _tree_digest(root: Path) -> dict[str, str]:
     }
 
 
+def example_workspace(bank: Bank) -> Callable[[Path], AbstractContextManager[None]]:
+    """How each example's workspace is prepared on the host: by the suite the bank names, else not at all."""
+    name = bank.manifest.example_suite
+    if name is None:
+        return lambda workspace: contextlib.nullcontext()
+    from unscaffold.benchmarks import SUITES, load_suite
+
+    if name not in SUITES:
+        raise InputError(str(bank.root / "manifest.toml"), "example_suite",
+                         f"unknown suite {name!r}; known: {', '.join(sorted(SUITES))}")
+    return load_suite(name).example_workspace
+
+
 def check_recipe(bank: Bank, tool: ToolSpec, recipe: Recipe, kind: SandboxKind) -> list[RecipeCheck]:
     """Run tool and recipe on each example in fresh sandboxes; both output and files must agree."""
     checks = []
+    prepared = example_workspace(bank)
     with tempfile.TemporaryDirectory(prefix="unscaffold-recipe-") as tmp:
         for i, example in enumerate(tool.examples):
             outcomes = []
             for side in ("tool", "recipe"):
                 ws = Path(tmp) / f"{tool.name}-{i}-{side}"
+                ws.mkdir()
                 mounts = [Mount(source=bank.root, target=MOUNT_POINT)] if side == "tool" else []
                 workdir = EXAMPLE_WORKDIR if kind != "none" else None
-                sandbox = open_sandbox(SandboxConfig(kind=kind, workspace=ws, workdir=workdir, mounts=mounts))
-                try:
-                    if example.setup:
-                        setup = sandbox.execute(example.setup)
-                        if setup.exit_code != 0:
-                            raise InputError(str(bank.root / "manifest.toml"), f"tools.{tool.name}.examples.{i}.setup",
-                                             f"setup failed: {setup.observation()[-300:]}")
-                    command = (script_command(tool.script, example.arguments) if side == "tool"
-                               else recipe.command(example.arguments))
-                    result = sandbox.execute(command)
-                finally:
-                    sandbox.close()
+                with prepared(ws):
+                    sandbox = open_sandbox(SandboxConfig(kind=kind, workspace=ws, workdir=workdir, mounts=mounts))
+                    try:
+                        if example.setup:
+                            setup = sandbox.execute(example.setup)
+                            if setup.exit_code != 0:
+                                raise InputError(str(bank.root / "manifest.toml"),
+                                                 f"tools.{tool.name}.examples.{i}.setup",
+                                                 f"setup failed: {setup.observation()[-300:]}")
+                        command = (script_command(tool.script, example.arguments) if side == "tool"
+                                   else recipe.command(example.arguments))
+                        result = sandbox.execute(command)
+                    finally:
+                        sandbox.close()
                 outcomes.append((result.observation(), _tree_digest(ws)))
             (out_tool, files_tool), (out_recipe, files_recipe) = outcomes
             check = RecipeCheck(tool=tool.name, example=i, same_output=out_tool == out_recipe,

@@ -1,29 +1,27 @@
 """The apps of an app world, from Python: `from apis import apis`, then `apis.<app>.<api>(**arguments)`.
 
-Standard library only: this file is copied into each trial's workspace as `apis.py`. It finds the world
-in the `.apps/` folder beside it (or in the working directory): an appworld_lite world is an SQLite file
-(`.apps/world.db`, served in-process by `.apps/apps.py`); a real AppWorld task is a socket
-(`.apps/world.sock`) to a bridge process running AppWorld in its own Python. Either way the student
-writes the same code, and every call is appended to `.apps/calls.jsonl`, which the h* checks read
-("were all pages read?", "was every changed entity read back?")."""
+Standard library only: this file is copied into each trial's workspace as `apis.py`. It reaches the world
+through the Unix socket `.apps/world.sock` beside it (or in the working directory), one JSON line per call:
+for appworld_lite a server on the host holds the world's database, for real AppWorld a bridge process runs
+AppWorld in its own Python. The world itself is never in the workspace. Either way the student writes the
+same code, and every call is appended to `.apps/calls.jsonl`, which the h* checks read ("were all pages
+read?", "was every changed entity read back?")."""
 
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import os
 import socket
-import sys
 from pathlib import Path
 from typing import Any
 
 STATE_DIR = ".apps"
 CALL_LOG = "calls.jsonl"
-DB_FILE = "world.db"
 SOCKET_FILE = "world.sock"
 DEFAULT_PAGE_LIMIT = 5
-# Real AppWorld list APIs that return everything at once (the bridge cannot read the docs' paging flags).
+# Real AppWorld list APIs that return everything at once (the bridge cannot read the docs' paging flags;
+# appworld_lite's server says in each reply whether it was a page).
 UNPAGED = {("supervisor", "show_account_passwords"), ("supervisor", "show_addresses"),
            ("supervisor", "show_payment_cards"), ("supervisor", "show_profile")}
 ID_SUFFIXES = ("_id", "_path")
@@ -60,46 +58,6 @@ def find_state_dir() -> Path:
     raise ApiError(f"No app world here: the {STATE_DIR}/ folder beside apis.py is missing.")
 
 
-class LiteTransport:
-    """appworld_lite: the apps run in this process over the SQLite file."""
-
-    def __init__(self, state_dir: Path) -> None:
-        self.db = state_dir / DB_FILE
-        self.apps = _apps_module(state_dir)
-
-    def paged(self, app: str, api: str, result: Any) -> bool:
-        try:
-            return self.apps.find(app, api).paged
-        except self.apps.AppError:
-            return False
-
-    def call(self, app: str, api: str, arguments: dict[str, Any]) -> Any:
-        conn = self.apps.connect(str(self.db))
-        try:
-            return self.apps.call(conn, app, api, arguments)
-        except self.apps.AppError as e:
-            raise ApiError(str(e)) from None
-        finally:
-            conn.close()
-
-
-def _apps_module(state_dir: Path) -> Any:
-    if __package__:  # imported from the package: use its own apps module
-        from . import apps
-
-        return apps
-    path = state_dir / "apps.py"
-    name = "_appworld_lite_apps"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise ApiError(f"{path} is missing: the app world is damaged.")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 def socket_address(path: Path) -> tuple[str, int | None]:
     """Unix socket paths are limited to about 100 bytes: reach a long one through its folder's descriptor."""
     if len(str(path)) < 100:
@@ -115,14 +73,11 @@ def literal(value: Any) -> bool:
         return False
 
 
-class BridgeTransport:
-    """Real AppWorld: each call goes over a Unix socket to the bridge, which runs it in the task's world."""
+class SocketTransport:
+    """Each call goes over a Unix socket to the world's server, which runs it in the task's world."""
 
     def __init__(self, socket_path: Path, timeout_s: float = 600.0) -> None:
         self.socket_path, self.timeout_s = socket_path, timeout_s
-
-    def paged(self, app: str, api: str, result: Any) -> bool:
-        return isinstance(result, list) and api.startswith(("show_", "search_")) and (app, api) not in UNPAGED
 
     def request(self, payload: dict[str, Any]) -> dict[str, Any]:
         address, fd = socket_address(self.socket_path)
@@ -146,7 +101,8 @@ class BridgeTransport:
             raise ApiError("The app world closed the connection without an answer.")
         return json.loads(data)
 
-    def call(self, app: str, api: str, arguments: dict[str, Any]) -> Any:
+    def call(self, app: str, api: str, arguments: dict[str, Any]) -> tuple[Any, bool]:
+        """The call's result, and whether it was one page of a list."""
         if not (app.isidentifier() and api.isidentifier()):
             raise ApiError(f"Invalid API name apis.{app}.{api}.")
         bad = [k for k, v in arguments.items() if not (k.isidentifier() and literal(v))]
@@ -157,17 +113,19 @@ class BridgeTransport:
             raise ApiError(reply.get("error") or "The call failed.")
         text = reply.get("value", "")
         try:
-            return ast.literal_eval(text)
+            result = ast.literal_eval(text)
         except (ValueError, SyntaxError):
-            return text
+            result = text
+        paged = reply.get("paged")
+        if paged is None:
+            paged = isinstance(result, list) and api.startswith(("show_", "search_")) and (app, api) not in UNPAGED
+        return result, bool(paged)
 
 
-def open_transport(state_dir: Path) -> LiteTransport | BridgeTransport:
-    if (state_dir / DB_FILE).is_file():
-        return LiteTransport(state_dir)
+def open_transport(state_dir: Path) -> SocketTransport:
     if (state_dir / SOCKET_FILE).exists():
-        return BridgeTransport(state_dir / SOCKET_FILE)
-    raise ApiError(f"No app world in {state_dir}: neither {DB_FILE} nor {SOCKET_FILE} is there.")
+        return SocketTransport(state_dir / SOCKET_FILE)
+    raise ApiError(f"No app world in {state_dir}: {SOCKET_FILE} is missing (the world's server is not running).")
 
 
 class App:
@@ -199,7 +157,7 @@ class Apis:
 
     def __init__(self, state_dir: Path | str | None = None) -> None:
         self._state_dir = Path(state_dir) if state_dir else None
-        self._transport: LiteTransport | BridgeTransport | None = None
+        self._transport: SocketTransport | None = None
 
     @property
     def state_dir(self) -> Path:
@@ -207,7 +165,7 @@ class Apis:
             self._state_dir = find_state_dir()
         return self._state_dir
 
-    def _open(self) -> LiteTransport | BridgeTransport:
+    def _open(self) -> SocketTransport:
         if self._transport is None:
             self._transport = open_transport(self.state_dir)
         return self._transport
@@ -223,11 +181,11 @@ class Apis:
     def call(self, app: str, api: str, arguments: dict[str, Any]) -> Any:
         transport = self._open()
         try:
-            result = transport.call(app, api, arguments)
+            result, paged = transport.call(app, api, arguments)
         except ApiError as e:
             self._log(app, api, arguments, None, str(e), False)
             raise
-        self._log(app, api, arguments, result, None, transport.paged(app, api, result))
+        self._log(app, api, arguments, result, None, paged)
         return result
 
     def _log(self, app: str, api: str, arguments: dict[str, Any], result: Any, error: str | None,

@@ -1,9 +1,9 @@
 """The apps of appworld_lite over one SQLite file: supervisor, api_docs, contacts, messages, payments, music,
 notes and file_system.
 
-Standard library only: this file is copied into each trial's workspace (as `.apps/apps.py`), where the
-client `apis.py` loads it. The verifier runs the same code in-process to apply the gold changes, so the
-student and the gold can never disagree about how an API behaves.
+It runs on the host only, never in the workspace: the world's server (`server.py`) answers the student's
+calls with it, and the verifier runs the same code in-process to apply the gold changes, so the student
+and the gold can never disagree about how an API behaves.
 
 Conventions follow AppWorld: per-app `login(username, password)` returning an access token that every
 other call of that app must pass explicitly; list APIs take `page_index` (from 0) and `page_limit`

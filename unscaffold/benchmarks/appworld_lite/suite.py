@@ -1,21 +1,25 @@
 """`appworld_lite`: a self-contained app world (six apps plus supervisor and api_docs over SQLite), 39
 scenarios of 3 tasks, state-based verification and AppWorld's TGC/SGC.
 
-Per trial, the workspace gets `apis.py` (the client), `.apps/world.db` (the task's world),
-`.apps/apps.py` (the apps the client serves) and `.apps/task.json` (the request, no gold). The gold
-(the changes and the answer) stays in this process and a copy of the initial world in
-`TRIAL/gold/`, outside the workspace."""
+Per trial, the workspace gets `apis.py` (the client) and `.apps/task.json` (the request, no gold); the
+task's world is `TRIAL/world/world.db`, outside the workspace, and a server on the host (`server.py`, the
+suite's `services`) answers the student's API calls on `.apps/world.sock`: the world is reachable through
+the apps only. The gold (the changes and the answer) stays in this process and a copy of the initial
+world in `TRIAL/gold/`."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
-from unscaffold.benchmarks.appworld_lite.apis import DB_FILE, STATE_DIR
 from unscaffold.benchmarks.appworld_lite.catalog import SPLITS, LiteTask, catalog
 from unscaffold.benchmarks.appworld_lite.metrics import goal_completion
+from unscaffold.benchmarks.appworld_lite.server import DB_FILE, WorldServer, serve, served
 from unscaffold.benchmarks.appworld_lite.verify import verify
-from unscaffold.benchmarks.appworld_lite.world import setup_workspace
+from unscaffold.benchmarks.appworld_lite.world import demo_world, install_client
 from unscaffold.benchmarks.base import Score, Suite, Task
 from unscaffold.errors import InputError
 from unscaffold.minimal_harness.sandbox.base import Sandbox, SandboxConfig, SandboxKind
@@ -24,6 +28,7 @@ from unscaffold.minimal_harness.trajectory import Trajectory
 HERE = Path(__file__).resolve().parent
 WORKDIR = "/workspace"
 GOLD = "gold"
+WORLD = "world"
 MIN_MARKER = 4  # shorter answers (small counts) would match ordinary text in K
 
 
@@ -34,6 +39,8 @@ class AppWorldLiteSuite(Suite):
         if data is not None:
             raise InputError("--data", None, "appworld_lite generates its own tasks and takes no --data")
         super().__init__(None)
+        self._servers: dict[Path, WorldServer] = {}
+        self._lock = threading.Lock()
 
     def lite_task(self, task: Task | str) -> LiteTask:
         return catalog()[task if isinstance(task, str) else task.id]
@@ -51,24 +58,48 @@ class AppWorldLiteSuite(Suite):
         ]
 
     def prepare(self, task: Task, trial_dir: Path, kind: SandboxKind, *, oracle: bool = False) -> SandboxConfig:
-        """The task's world in the workspace; a copy of it beside, for the verifier to diff against."""
+        """The client and the request in the workspace; the task's world beside it (served by `services`),
+        and a copy of it for the verifier to diff against."""
         lt = self.lite_task(task)
         workspace = trial_dir / "workspace"
-        state = setup_workspace(workspace, lt.world, {"task_id": lt.id, "task": lt.template.task(lt.instance.params),
-                                                      "supervisor": lt.world.supervisor_dict()})
+        install_client(workspace, {"task_id": lt.id, "task": lt.template.task(lt.instance.params),
+                                   "supervisor": lt.world.supervisor_dict()})
+        lt.world.write(trial_dir / WORLD / DB_FILE)
         (trial_dir / GOLD).mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(state / DB_FILE, trial_dir / GOLD / "initial.db")
+        shutil.copyfile(trial_dir / WORLD / DB_FILE, trial_dir / GOLD / "initial.db")
         return SandboxConfig(kind=kind, workspace=workspace, workdir=None if kind == "none" else WORKDIR,
                              network=False)
+
+    @contextlib.contextmanager
+    def services(self, task: Task, trial_dir: Path) -> Iterator[None]:
+        """The world's server, for the trial's whole life; `score` stops it first, so the world it judges is final."""
+        key = trial_dir.resolve()
+        with serve(trial_dir / WORLD / DB_FILE, trial_dir / "workspace") as server:
+            with self._lock:
+                self._servers[key] = server
+            try:
+                yield
+            finally:
+                with self._lock:
+                    self._servers.pop(key, None)
+
+    @contextlib.contextmanager
+    def example_workspace(self, workspace: Path) -> Iterator[None]:
+        """A demo world (no task's) served to the h* tools' examples."""
+        with served(demo_world(), workspace):
+            yield
 
     def oracle_commands(self, task: Task) -> list[str]:
         return self.lite_task(task).commands()
 
     def score(self, task: Task, trial_dir: Path, sandbox: Sandbox, trajectory: Trajectory) -> Score:
         """Diff the final world against the initial one; the gold outcome never enters the sandbox."""
+        with self._lock:
+            server = self._servers.get(trial_dir.resolve())
+        if server is not None:
+            server.stop()  # no call the student left running can change the world while it is judged
         lt = self.lite_task(task)
-        score = verify(trial_dir / GOLD / "initial.db", trial_dir / "workspace" / STATE_DIR / DB_FILE,
-                       lt.instance.outcome)
+        score = verify(trial_dir / GOLD / "initial.db", trial_dir / WORLD / DB_FILE, lt.instance.outcome)
         score.details["needs_all_pages"] = lt.instance.needs_all_pages
         return score
 

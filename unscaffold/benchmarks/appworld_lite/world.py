@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from unscaffold.benchmarks.appworld_lite import apps
-from unscaffold.benchmarks.appworld_lite.apis import DB_FILE, STATE_DIR
+from unscaffold.benchmarks.appworld_lite.apis import STATE_DIR
 
 NOW = datetime(2024, 6, 15, 12, 0, 0)
 LOGIN_APPS = ("contacts", "messages", "payments", "music", "notes", "file_system")
@@ -295,20 +295,12 @@ FILE_NOISE = (
 )
 
 
-def install_client(workspace: Path) -> Path:
-    """Put the client (`apis.py`) and the apps it serves (`.apps/apps.py`) into a workspace; return the state dir."""
-    here = Path(__file__).resolve().parent
+def install_client(workspace: Path, task: dict[str, Any] | None = None) -> Path:
+    """Put the client (`apis.py`) and, without gold, the task's description (`.apps/task.json`) into a
+    workspace; return its `.apps/`. The world itself never goes there: its server holds it (`server.py`)."""
     state = workspace / STATE_DIR
     state.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(here / "apis.py", workspace / "apis.py")
-    shutil.copyfile(here / "apps.py", state / "apps.py")
-    return state
-
-
-def setup_workspace(workspace: Path, world: World, task: dict[str, Any] | None = None) -> Path:
-    """A world ready for a student: client, database and (without gold) the task's description."""
-    state = install_client(workspace)
-    world.write(state / DB_FILE)
+    shutil.copyfile(Path(__file__).resolve().parent / "apis.py", workspace / "apis.py")
     if task is not None:
         (state / "task.json").write_text(json.dumps(task, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return state
@@ -324,7 +316,3 @@ def demo_world(seed: str = "demo") -> World:
     builder.playlist("Morning Run", builder.songs_not_by(None)[3:6])
     return builder.build()
 
-
-def demo_workspace(path: str | Path = ".") -> None:
-    """`python3 -c "from unscaffold.benchmarks.appworld_lite.world import demo_workspace; demo_workspace()"`."""
-    setup_workspace(Path(path), demo_world())

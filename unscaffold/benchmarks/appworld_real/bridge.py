@@ -8,7 +8,11 @@ task with AppWorld's own evaluator when the student is done.
     python bridge.py serve --task-id 82e2fac_1 --experiment NAME --socket WORKSPACE/.apps/world.sock
 
 On start it prints one JSON line (`{"ready": true, ...}` or `{"ready": false, "error": ...}`) to stdout.
-It exits on `close`, when idle too long, or when the process that started it is gone."""
+It exits on `close`, when idle too long, or when the process that started it is gone.
+
+The wire protocol (one JSON object per connection and line each way, bounded and never fatal on bad input:
+`bind`, `read_request`, `answer`, `serve_connections`) is shared with appworld_lite's world server, so one
+client speaks to both."""
 
 from __future__ import annotations
 
@@ -17,13 +21,22 @@ import contextlib
 import io
 import json
 import os
+import select
 import socket
 import sys
+import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 FAILED = "Execution failed"  # how AppWorld's `execute` reports an exception in the executed code
 POLL_S = 5.0
+MAX_REQUEST_BYTES = 1 << 20  # one call with its arguments; the sender may be hostile, so a longer line is refused
+READ_TIMEOUT_S = 60.0  # for the one request line of a connection
+
+
+class BadRequest(Exception):
+    """A request that is not one JSON object on one line of at most MAX_REQUEST_BYTES."""
 
 
 def plain(value: Any) -> Any:
@@ -110,6 +123,73 @@ def bind(path: str) -> socket.socket:
     return server
 
 
+def read_request(conn: socket.socket, keep_going: Callable[[], bool] = lambda: True, wake_fd: int | None = None,
+                 limit: int = MAX_REQUEST_BYTES, timeout_s: float = READ_TIMEOUT_S) -> dict[str, Any]:
+    """One JSON object on one line. Reads at most `limit` bytes, gives up after `timeout_s` or once
+    `keep_going()` turns false (checked when `wake_fd` turns readable, and twice a second), and raises
+    BadRequest with the reason for anything else."""
+    deadline = time.monotonic() + timeout_s
+    waiting = [conn] if wake_fd is None else [conn, wake_fd]
+    data = b""
+    while not data.endswith(b"\n"):
+        if not keep_going():
+            raise BadRequest("the server is stopping")
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise BadRequest(f"no complete request line within {timeout_s:.0f} s")
+        if conn not in select.select(waiting, [], [], min(remaining, 0.5))[0]:
+            continue
+        chunk = conn.recv(min(1 << 16, limit + 1 - len(data)))
+        if not chunk:
+            break
+        data += chunk
+        if len(data) > limit:
+            raise BadRequest(f"the request is longer than {limit} bytes")
+    try:
+        request = json.loads(data.decode("utf-8")) if data.strip() else None
+    except (ValueError, RecursionError) as e:  # RecursionError: JSON nested too deep
+        raise BadRequest(f"not JSON ({type(e).__name__})") from None
+    if not isinstance(request, dict):
+        raise BadRequest("expected one JSON object on one line")
+    return request
+
+
+def answer(conn: socket.socket, handle: Callable[[dict[str, Any]], dict[str, Any]],
+           keep_going: Callable[[], bool] = lambda: True, wake_fd: int | None = None) -> dict[str, Any]:
+    """Read one request, reply with `handle`'s answer (or the reason the request was refused); return the reply."""
+    try:
+        reply = handle(read_request(conn, keep_going, wake_fd))
+    except BadRequest as e:
+        reply = {"ok": False, "error": f"Bad request: {e}."}
+    except OSError as e:
+        return {"ok": False, "error": f"connection failed: {e}"}
+    except Exception as e:  # a handler's bug must cost one call, never the server
+        reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+    with contextlib.suppress(OSError):
+        conn.sendall(json.dumps(reply).encode() + b"\n")
+    return reply
+
+
+def serve_connections(server: socket.socket, handle: Callable[[dict[str, Any]], dict[str, Any]],
+                      keep_going: Callable[[], bool], poll_s: float = POLL_S, wake_fd: int | None = None) -> None:
+    """Answer one connection at a time until `keep_going()` is false (checked every `poll_s`, and at once
+    when `wake_fd` turns readable) or a reply says `closing`. Nothing a client sends ends the loop otherwise."""
+    waiting = [server] if wake_fd is None else [server, wake_fd]
+    server.setblocking(False)
+    while keep_going():
+        if server not in select.select(waiting, [], [], poll_s)[0]:
+            continue
+        try:
+            conn, _ = server.accept()
+        except (BlockingIOError, InterruptedError):  # the client gave up in between
+            continue
+        with conn:
+            conn.settimeout(READ_TIMEOUT_S)  # a client that never reads its reply cannot hold the server
+            reply = answer(conn, handle, keep_going, wake_fd)
+        if reply.get("closing"):
+            break
+
+
 def serve(args: argparse.Namespace) -> int:
     parent = os.getppid()
     try:
@@ -122,33 +202,16 @@ def serve(args: argparse.Namespace) -> int:
     task = getattr(world, "task", None)
     print(json.dumps({"ready": True, "task_id": args.task_id,
                       "instruction": getattr(task, "instruction", None)}), flush=True)
-    server.settimeout(POLL_S)
-    idle = 0.0
+    last_call = [time.monotonic()]
+
+    def reply(request: dict[str, Any]) -> dict[str, Any]:
+        last_call[0] = time.monotonic()
+        with contextlib.redirect_stdout(sys.stderr):
+            return handle(world, request, args.task_id, args.experiment)
+
     try:
-        while idle < args.idle_timeout and os.getppid() == parent:
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:  # socket.timeout is TimeoutError from Python 3.10
-                idle += POLL_S
-                continue
-            idle = 0.0
-            with conn:
-                conn.settimeout(60)
-                data = b""
-                while not data.endswith(b"\n"):
-                    chunk = conn.recv(1 << 16)
-                    if not chunk:
-                        break
-                    data += chunk
-                try:
-                    request = json.loads(data or b"{}")
-                except ValueError:
-                    request = {}
-                with contextlib.redirect_stdout(sys.stderr):
-                    reply = handle(world, request, args.task_id, args.experiment)
-                conn.sendall(json.dumps(reply).encode() + b"\n")
-            if reply.get("closing"):
-                break
+        serve_connections(server, reply, lambda: time.monotonic() - last_call[0] < args.idle_timeout
+                          and os.getppid() == parent)
     finally:
         server.close()
         with contextlib.suppress(OSError):

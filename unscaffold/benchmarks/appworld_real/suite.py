@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from unscaffold.benchmarks.appworld_lite.apis import SOCKET_FILE, STATE_DIR, ApiError, BridgeTransport
+from unscaffold.benchmarks.appworld_lite.apis import SOCKET_FILE, STATE_DIR, ApiError, SocketTransport
 from unscaffold.benchmarks.appworld_lite.metrics import goal_completion
 from unscaffold.benchmarks.appworld_lite.prompt import task_message
 from unscaffold.benchmarks.base import Score, Suite, Task
@@ -116,7 +116,7 @@ class Bridge:
         return status
 
     def request(self, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        return BridgeTransport(self.socket_path, timeout_s=timeout_s).request(payload)
+        return SocketTransport(self.socket_path, timeout_s=timeout_s).request(payload)
 
     def log_tail(self, size: int = 600) -> str:
         self._log.flush()
