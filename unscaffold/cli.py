@@ -227,6 +227,111 @@ def report_command(
     Console().print(f"report: {path}", highlight=False)
 
 
+# ---- behaviour recovery and the comparison of runs ------------------------------------------------------
+
+TRIAL_RULE_HELP = "With several trials per task, a task shows a behaviour when any of them does, or the majority."
+
+
+def _grid_table(title: str, grid: tuple[list[str], list[list[str]]], numeric_from: int = 2) -> Table:
+    headers, rows = grid
+    table = Table(title=title)
+    for i, h in enumerate(headers):
+        table.add_column(h, justify="right" if i >= numeric_from else "left")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _trial_rule(rule: str) -> str:
+    if rule not in ("any", "majority"):
+        raise UnscaffoldError(f"--rule: unknown rule {rule!r}; use any or majority")
+    return rule
+
+
+def _print_recovery(table) -> None:  # noqa: ANN001 (a RecoveryTable; imported lazily)
+    from unscaffold.behaviors.tables import behavior_grid, mean_lines
+
+    out = Console()
+    out.print(_grid_table(f"behaviour recovery: {table.runs['tuned']}", behavior_grid(table.behaviors)))
+    if table.dropped:
+        out.print(_grid_table(f"dropped (fewer than {table.min_eligible} eligible tasks)",
+                              behavior_grid(table.dropped)))
+    for line in mean_lines(table) + [f"note: {n}" for n in table.notes]:
+        out.print(line, highlight=False)
+
+
+@app.command("behaviors")
+def behaviors_command(
+    base_h: Annotated[Path, typer.Option("--base-h", help="Run of the base model under h.")],
+    base_hstar: Annotated[Path, typer.Option("--base-hstar", help="Run of the base model under h*.")],
+    tuned: Annotated[Path, typer.Option("--tuned", help="Run of the trained model under h.")],
+    min_eligible: Annotated[int, typer.Option(min=1, help="Drop behaviours with fewer eligible tasks.")] = 10,
+    rule: Annotated[str, typer.Option(help=TRIAL_RULE_HELP)] = "any",
+    bank: Annotated[Path | None, typer.Option(help="h* bank (default: the one the base + h* run used).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the table as JSON.")] = False,
+    out: Annotated[Path | None, typer.Option(help="Write a self-contained HTML page here.")] = None,
+) -> None:
+    """Behaviour recovery: eligible tasks show a behaviour under h* and not under h; rate = tuned shows it."""
+    from unscaffold.behaviors.html import recovery_page
+    from unscaffold.behaviors.recovery import recovery_table
+    from unscaffold.behaviors.runs import load_run
+    from unscaffold.iojson import write_text_atomic
+
+    try:
+        table = recovery_table(load_run(base_h), load_run(base_hstar), load_run(tuned), rule=_trial_rule(rule),
+                               min_eligible=min_eligible, bank=bank)
+        if out:
+            write_text_atomic(out, recovery_page(table))
+    except UnscaffoldError as e:
+        fail(e)
+    if as_json:
+        sys.stdout.write(table.model_dump_json(indent=2) + "\n")
+    else:
+        _print_recovery(table)
+    if out:
+        console.print(f"page: {out}", highlight=False)
+
+
+@app.command("compare")
+def compare_command(
+    runs: Annotated[list[Path], typer.Argument(help="Run folders of one suite and split.")],
+    baseline: Annotated[Path | None, typer.Option(help="Run the others are paired with (default: the first).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    min_eligible: Annotated[int, typer.Option(min=1, help="Behaviour recovery: drop behaviours with fewer "
+                                              "eligible tasks.")] = 10,
+    rule: Annotated[str, typer.Option(help=TRIAL_RULE_HELP)] = "any",
+    bank: Annotated[Path | None, typer.Option(help="h* bank for behaviour recovery (default: the base + h* "
+                                              "run's).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+    out: Annotated[Path | None, typer.Option(help="Write a self-contained HTML page here.")] = None,
+) -> None:
+    """Compare runs: scores with bootstrap intervals, paired differences, behaviour recovery, cost."""
+    from unscaffold.behaviors.compare import compare
+    from unscaffold.behaviors.html import comparison_page
+    from unscaffold.behaviors.runs import load_run
+    from unscaffold.behaviors.tables import cost_grid, score_grid
+    from unscaffold.iojson import write_text_atomic
+
+    try:
+        result = compare([load_run(r) for r in runs], baseline=baseline, seed=seed, rule=_trial_rule(rule),
+                         min_eligible=min_eligible, bank=bank)
+        if out:
+            write_text_atomic(out, comparison_page(result))
+    except UnscaffoldError as e:
+        fail(e)
+    if as_json:
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+    else:
+        Console().print(_grid_table(f"{result.suite}: {result.n_tasks} tasks, baseline {result.baseline}",
+                                    score_grid(result)))
+        Console().print(_grid_table("cost", cost_grid(result), numeric_from=1))
+        Console().print(result.recovery_note, highlight=False)
+        for table in result.recovery:
+            _print_recovery(table)
+    if out:
+        console.print(f"page: {out}", highlight=False)
+
+
 def main() -> None:
     app()
 
