@@ -257,7 +257,7 @@ def _print_recovery(table) -> None:  # noqa: ANN001 (a RecoveryTable; imported l
         out.print(_grid_table(f"dropped (fewer than {table.min_eligible} eligible tasks)",
                               behavior_grid(table.dropped)))
     for line in mean_lines(table) + [f"note: {n}" for n in table.notes]:
-        out.print(line, highlight=False)
+        out.print(line, highlight=False, soft_wrap=True)
 
 
 @app.command("behaviors")
