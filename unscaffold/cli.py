@@ -232,34 +232,6 @@ def report_command(
 TRIAL_RULE_HELP = "With several trials per task, a task shows a behaviour when any of them does, or the majority."
 
 
-def _grid_table(title: str, grid: tuple[list[str], list[list[str]]], numeric_from: int = 2) -> Table:
-    headers, rows = grid
-    table = Table(title=title)
-    for i, h in enumerate(headers):
-        table.add_column(h, justify="right" if i >= numeric_from else "left")
-    for row in rows:
-        table.add_row(*row)
-    return table
-
-
-def _trial_rule(rule: str) -> str:
-    if rule not in ("any", "majority"):
-        raise UnscaffoldError(f"--rule: unknown rule {rule!r}; use any or majority")
-    return rule
-
-
-def _print_recovery(table) -> None:  # noqa: ANN001 (a RecoveryTable; imported lazily)
-    from unscaffold.behaviors.tables import behavior_grid, mean_lines
-
-    out = Console()
-    out.print(_grid_table(f"behaviour recovery: {table.runs['tuned']}", behavior_grid(table.behaviors)))
-    if table.dropped:
-        out.print(_grid_table(f"dropped (fewer than {table.min_eligible} eligible tasks)",
-                              behavior_grid(table.dropped)))
-    for line in mean_lines(table) + [f"note: {n}" for n in table.notes]:
-        out.print(line, highlight=False, soft_wrap=True)
-
-
 @app.command("behaviors")
 def behaviors_command(
     base_h: Annotated[Path, typer.Option("--base-h", help="Run of the base model under h.")],
@@ -275,21 +247,14 @@ def behaviors_command(
     from unscaffold.behaviors.html import recovery_page
     from unscaffold.behaviors.recovery import recovery_table
     from unscaffold.behaviors.runs import load_run
-    from unscaffold.iojson import write_text_atomic
+    from unscaffold.behaviors.terminal import emit, print_recovery, trial_rule
 
     try:
-        table = recovery_table(load_run(base_h), load_run(base_hstar), load_run(tuned), rule=_trial_rule(rule),
+        table = recovery_table(load_run(base_h), load_run(base_hstar), load_run(tuned), rule=trial_rule(rule),
                                min_eligible=min_eligible, bank=bank)
-        if out:
-            write_text_atomic(out, recovery_page(table))
     except UnscaffoldError as e:
         fail(e)
-    if as_json:
-        sys.stdout.write(table.model_dump_json(indent=2) + "\n")
-    else:
-        _print_recovery(table)
-    if out:
-        console.print(f"page: {out}", highlight=False)
+    emit(table, lambda: recovery_page(table), out, as_json, lambda: print_recovery(table))
 
 
 @app.command("compare")
@@ -309,27 +274,14 @@ def compare_command(
     from unscaffold.behaviors.compare import compare
     from unscaffold.behaviors.html import comparison_page
     from unscaffold.behaviors.runs import load_run
-    from unscaffold.behaviors.tables import cost_grid, score_grid
-    from unscaffold.iojson import write_text_atomic
+    from unscaffold.behaviors.terminal import emit, print_comparison, trial_rule
 
     try:
-        result = compare([load_run(r) for r in runs], baseline=baseline, seed=seed, rule=_trial_rule(rule),
+        result = compare([load_run(r) for r in runs], baseline=baseline, seed=seed, rule=trial_rule(rule),
                          min_eligible=min_eligible, bank=bank)
-        if out:
-            write_text_atomic(out, comparison_page(result))
     except UnscaffoldError as e:
         fail(e)
-    if as_json:
-        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
-    else:
-        Console().print(_grid_table(f"{result.suite}: {result.n_tasks} tasks, baseline {result.baseline}",
-                                    score_grid(result)))
-        Console().print(_grid_table("cost", cost_grid(result), numeric_from=1))
-        Console().print(result.recovery_note, highlight=False)
-        for table in result.recovery:
-            _print_recovery(table)
-    if out:
-        console.print(f"page: {out}", highlight=False)
+    emit(result, lambda: comparison_page(result), out, as_json, lambda: print_comparison(result))
 
 
 def main() -> None:
