@@ -15,8 +15,9 @@ from typer.testing import CliRunner
 
 from tests.conftest import EXAMPLES, call, final, needs_bwrap
 from tests.test_report import CHROMIUM, _dom
+from unscaffold.behaviors.html import forest_chart
 from unscaffold.behaviors.labels import label_run
-from unscaffold.behaviors.stats import bootstrap, paired
+from unscaffold.behaviors.stats import Interval, bootstrap, paired
 from unscaffold.benchmarks.retrosynthesis.suite import RetrosynthesisSuite
 from unscaffold.cli import app
 from unscaffold.collect.models import RunConfig, RunResults, TrialResult
@@ -144,7 +145,7 @@ def test_pages_render_in_headless_chromium(runs: dict[str, Path], tmp_path: Path
     assert [label for label, _ in rows] == ["base + h", "base + h*", "distilled + h"]
     assert rows[2][1] == "replay of a tuned model"  # as its model.json says
     assert dom.count('<td class="num">+33.3 [+0.0, +100.0]</td>') == 2  # each against base + h
-    assert dom.count('<svg class="plot"') == 2  # pass@1 per run, recovery per behaviour
+    assert dom.count('<svg class="plot"') == 3  # pass@1 per run, Δ against the baseline, recovery
     assert "Behaviour recovery: " + str(distilled) in dom
 
 
@@ -155,6 +156,13 @@ def test_bootstrap_is_seeded_and_paired_counts_tasks() -> None:
     assert bootstrap([1.0] * 5).model_dump() == {"value": 100.0, "low": 100.0, "high": 100.0}
     diff = paired({"a": 1.0, "b": 0.0, "c": 1.0, "d": 0.5}, {"a": 0.0, "b": 0.0, "c": 1.0, "d": 1.0})
     assert (diff.better, diff.worse, diff.same, diff.diff.value) == (1, 1, 2, 12.5)
+
+
+def test_forest_chart_places_intervals_on_the_axis() -> None:
+    svg = forest_chart("Δ", [("run", Interval(value=0.0, low=-50.0, high=50.0))], -100.0, 100.0)
+    assert '<line x1="245.0" y1="32" x2="395.0" y2="32"' in svg and '<circle cx="320.0" cy="32"' in svg
+    assert '<line x1="320.0" y1="20" x2="320.0"' in svg  # the zero mark
+    assert "+0.0 [-50.0, +50.0]" in svg
 
 
 def relabelled(run: Path, dest: Path, kind: str) -> Path:
@@ -242,11 +250,12 @@ def test_compare_refuses_mixed_runs(runs: dict[str, Path], tmp_path: Path) -> No
 
 def hand_run(path: Path, suite: str, trials: dict[str, list[list[str]]], *, harness: str = "minimal",
              student: str = "replay:student.json", rewards: dict[str, list[float]] | None = None,
-             scenarios: dict[str, str] | None = None, extra: dict[str, Any] | None = None) -> Path:
+             scenarios: dict[str, str] | None = None, extra: dict[str, Any] | None = None,
+             split: str | None = None) -> Path:
     """A finished run as `unscaffold run` leaves it: config, results, and per trial its commands."""
-    write_json_atomic(path / "config.json", RunConfig(suite=suite, student=student, out=path, harness=harness,
-                                                      trials=max(len(t) for t in trials.values())).model_dump(
-        mode="json"))
+    write_json_atomic(path / "config.json", RunConfig(
+        suite=suite, student=student, out=path, harness=harness, split=split,
+        trials=max(len(t) for t in trials.values())).model_dump(mode="json"))
     per_task = {}
     for task, commands_per_trial in trials.items():
         task_rewards = (rewards or {}).get(task, [1.0] * len(commands_per_trial))
@@ -264,7 +273,7 @@ def hand_run(path: Path, suite: str, trials: dict[str, list[list[str]]], *, harn
                 trial_id=trial_id, task_id=task, scenario=(scenarios or {}).get(task), reward=task_rewards[k],
                 exit_status="submitted", turns=len(commands) + 1, started_at="t", ended_at="t"))
     n_trials = sum(len(t) for t in trials.values())
-    results = RunResults(suite=suite, student=student, harness=harness, split=None, n_tasks=len(trials),
+    results = RunResults(suite=suite, student=student, harness=harness, split=split, n_tasks=len(trials),
                          n_trials=n_trials, pass_at_1=0.0, mean_reward=0.0, per_task=per_task,
                          unscaffold_version="test", **(extra or {}))
     write_json_atomic(path / "results.json", results.model_dump(mode="json"))
@@ -285,6 +294,16 @@ def test_trial_rule_any_or_majority(tmp_path: Path) -> None:
         assert [r["component"] for r in table["dropped"]] == ["memory:tie-order"]
     assert rates["any"] == {"tool:show_file": (2, 2, 100.0), "check:show_before_finish": (2, 2, 100.0)}
     assert rates["majority"] == {"tool:show_file": (2, 1, 50.0), "check:show_before_finish": (2, 1, 50.0)}
+
+
+def test_runs_of_other_splits_are_refused(tmp_path: Path) -> None:
+    train = hand_run(tmp_path / "train", "harbor", {"a": [["ls"]]}, split="train")
+    test = hand_run(tmp_path / "test", "harbor", {"a": [["ls"]]}, split="test")
+    default = hand_run(tmp_path / "default", "harbor", {"a": [["ls"]]})
+    result = invoke("compare", train, test)
+    assert (result.exit_code, result.output) == (2, f"error: {test}: split 'test' differs from {train} ('train'); "
+                                                    "compare runs of one split\n")
+    assert invoke("compare", train, default).exit_code == 0  # the suite's default split: the tasks decide
 
 
 def test_bank_of_the_hstar_run_must_be_found(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from html import escape
 
 from unscaffold.behaviors.compare import Comparison
 from unscaffold.behaviors.recovery import RecoveryTable
+from unscaffold.behaviors.stats import Interval
 from unscaffold.behaviors.tables import Grid, behavior_grid, cost_grid, mean_lines, score_grid
 from unscaffold.collect.report import CSS, bar_chart
 
@@ -28,6 +29,32 @@ def grid_html(grid: Grid, numeric_from: int = 2) -> str:
     body = "".join("<tr>" + "".join(f'<td{" class=num" if i >= numeric_from else ""}>{escape(c)}</td>'
                                    for i, c in enumerate(row)) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def forest_chart(title: str, items: list[tuple[str, Interval]], low: float, high: float) -> str:
+    """Each interval as a line with its point estimate, on one axis from `low` to `high` with a mark at 0."""
+    if not items:
+        return ""
+    row, label_w, axis_w = 22, 170, 300
+
+    def x(v: float) -> float:
+        return label_w + axis_w * (min(max(v, low), high) - low) / (high - low)
+
+    height = row * len(items) + 44
+    zero = (f'<line x1="{x(0):.1f}" y1="20" x2="{x(0):.1f}" y2="{height - 20}" stroke="#99a" '
+            'stroke-dasharray="3,3"></line>') if low < 0 < high else ""
+    marks, signed = [], low < 0
+    for i, (label, iv) in enumerate(items):
+        y = 32 + i * row
+        marks.append(f'<text x="0" y="{y + 4}" font-size="12">{escape(label[:26])}</text>'
+                     f'<line x1="{x(iv.low):.1f}" y1="{y}" x2="{x(iv.high):.1f}" y2="{y}" stroke="#4c7bd9" '
+                     f'stroke-width="2"></line><circle cx="{x(iv.value):.1f}" cy="{y}" r="4" fill="#1d2330"></circle>'
+                     f'<text x="{label_w + axis_w + 8}" y="{y + 4}" font-size="12">{escape(iv.text(signed))}</text>')
+    axis = (f'<text x="{label_w}" y="{height - 4}" font-size="11">{low:g}</text>'
+            f'<text x="{label_w + axis_w - 20}" y="{height - 4}" font-size="11">{high:g}</text>')
+    return (f'<svg class="plot" width="{label_w + axis_w + 170}" height="{height}" role="img" '
+            f'aria-label="{escape(title)}"><text x="0" y="14" font-size="13" font-weight="600">{escape(title)}</text>'
+            f'{zero}{"".join(marks)}{axis}</svg>')
 
 
 def card_html(name: str, value: str) -> str:
@@ -65,6 +92,8 @@ def recovery_page(table: RecoveryTable) -> str:
 def comparison_page(cmp: Comparison) -> str:
     chart = bar_chart("pass@1 per run (%)", [(r.label, r.scores["pass_at_1"].value) for r in cmp.runs],
                       maximum=100.0, fmt="{:.1f}%")
+    diffs = forest_chart("Δ pass@1 vs baseline, points (95% CI)",
+                         [(r.label, r.vs_baseline.diff) for r in cmp.runs if r.vs_baseline], -100.0, 100.0)
     recovery = "".join(recovery_section(t, "h3") for t in cmp.recovery)
     body = (f"<h1>{escape(cmp.suite)}: comparison of {len(cmp.runs)} runs</h1>"
             f'<div class="muted">split {escape(cmp.split or "default")} · {cmp.n_tasks} tasks · baseline '
@@ -74,7 +103,7 @@ def comparison_page(cmp: Comparison) -> str:
             "trained it), the harness (h: one bash tool; h*: the training-time harness) and a reviewer if any. "
             "Δ is the per-task pass@1 difference against the baseline, in points, with its interval; better / "
             "worse / same count tasks.</p>"
-            f'<h2>Scores</h2><div class="plots">{chart}</div>{grid_html(score_grid(cmp))}'
+            f'<h2>Scores</h2><div class="plots">{chart}{diffs}</div>{grid_html(score_grid(cmp))}'
             f"<h2>Cost</h2>{grid_html(cost_grid(cmp), numeric_from=1)}"
             f'<h2>Behaviour recovery</h2><div class="muted">{escape(cmp.recovery_note)}</div>{recovery}')
     return page(f"unscaffold compare · {cmp.suite}", body)
