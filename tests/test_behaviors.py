@@ -113,7 +113,9 @@ def test_recovery_table_from_real_runs(runs: dict[str, Path]) -> None:
     assert table["bank"] == str(SUITE.bank_path())
     assert table["notes"] == [f"the base runs have different students (replay:{runs['base_h'].parent.parent}"
                               f"/base_h.json under h, replay:{runs['base_h'].parent.parent}/base_hstar.json under h*)"]
-    assert recovery_json(runs)["behaviors"] == []  # the published minimum of 10 eligible tasks drops them all
+    published_minimum = recovery_json(runs)  # 10 eligible tasks, as published: three tasks drop them all
+    assert (published_minimum["behaviors"], published_minimum["mean"]) == ([], None)
+    assert len(published_minimum["dropped"]) == 18
 
 
 @needs_bwrap
@@ -294,6 +296,12 @@ def test_trial_rule_any_or_majority(tmp_path: Path) -> None:
         assert [r["component"] for r in table["dropped"]] == ["memory:tie-order"]
     assert rates["any"] == {"tool:show_file": (2, 2, 100.0), "check:show_before_finish": (2, 2, 100.0)}
     assert rates["majority"] == {"tool:show_file": (2, 1, 50.0), "check:show_before_finish": (2, 1, 50.0)}
+    for trial in ("a__1", "a__2"):  # trials lost to the machinery do not vote: task a now shows it 1 of 1
+        result = json.loads((tuned / "trials" / trial / "result.json").read_text())
+        (tuned / "trials" / trial / "result.json").write_text(json.dumps({**result, "infra_error": True}))
+    table = recovery_json({"base_h": base_h, "base_hstar": base_hstar, "tuned": tuned}, "--min-eligible", "2",
+                          "--rule", "majority")
+    assert [(r["recovered"], r["rate"]) for r in table["behaviors"]] == [(2, 100.0), (2, 100.0)]
 
 
 def test_runs_of_other_splits_are_refused(tmp_path: Path) -> None:
