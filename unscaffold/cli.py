@@ -227,6 +227,63 @@ def report_command(
     Console().print(f"report: {path}", highlight=False)
 
 
+# ---- behaviour recovery and the comparison of runs ------------------------------------------------------
+
+TRIAL_RULE_HELP = "With several trials per task, a task shows a behaviour when any of them does, or the majority."
+
+
+@app.command("behaviors")
+def behaviors_command(
+    base_h: Annotated[Path, typer.Option("--base-h", help="Run of the base model under h.")],
+    base_hstar: Annotated[Path, typer.Option("--base-hstar", help="Run of the base model under h*.")],
+    tuned: Annotated[Path, typer.Option("--tuned", help="Run of the trained model under h.")],
+    min_eligible: Annotated[int, typer.Option(min=1, help="Drop behaviours with fewer eligible tasks.")] = 10,
+    rule: Annotated[str, typer.Option(help=TRIAL_RULE_HELP)] = "any",
+    bank: Annotated[Path | None, typer.Option(help="h* bank (default: the one the base + h* run used).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the table as JSON.")] = False,
+    out: Annotated[Path | None, typer.Option(help="Write a self-contained HTML page here.")] = None,
+) -> None:
+    """Behaviour recovery: eligible tasks show a behaviour under h* and not under h; rate = tuned shows it."""
+    from unscaffold.behaviors.html import recovery_page
+    from unscaffold.behaviors.recovery import recovery_table
+    from unscaffold.behaviors.runs import load_run
+    from unscaffold.behaviors.terminal import emit, print_recovery, trial_rule
+
+    try:
+        table = recovery_table(load_run(base_h), load_run(base_hstar), load_run(tuned), rule=trial_rule(rule),
+                               min_eligible=min_eligible, bank=bank)
+    except UnscaffoldError as e:
+        fail(e)
+    emit(table, lambda: recovery_page(table), out, as_json, lambda: print_recovery(table))
+
+
+@app.command("compare")
+def compare_command(
+    runs: Annotated[list[Path], typer.Argument(help="Run folders of one suite and split.")],
+    baseline: Annotated[Path | None, typer.Option(help="Run the others are paired with (default: the first).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    min_eligible: Annotated[int, typer.Option(min=1, help="Behaviour recovery: drop behaviours with fewer "
+                                              "eligible tasks.")] = 10,
+    rule: Annotated[str, typer.Option(help=TRIAL_RULE_HELP)] = "any",
+    bank: Annotated[Path | None, typer.Option(help="h* bank for behaviour recovery (default: the base + h* "
+                                              "run's).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+    out: Annotated[Path | None, typer.Option(help="Write a self-contained HTML page here.")] = None,
+) -> None:
+    """Compare runs: scores with bootstrap intervals, paired differences, behaviour recovery, cost."""
+    from unscaffold.behaviors.compare import compare
+    from unscaffold.behaviors.html import comparison_page
+    from unscaffold.behaviors.runs import load_run
+    from unscaffold.behaviors.terminal import emit, print_comparison, trial_rule
+
+    try:
+        result = compare([load_run(r) for r in runs], baseline=baseline, seed=seed, rule=trial_rule(rule),
+                         min_eligible=min_eligible, bank=bank)
+    except UnscaffoldError as e:
+        fail(e)
+    emit(result, lambda: comparison_page(result), out, as_json, lambda: print_comparison(result))
+
+
 def main() -> None:
     app()
 

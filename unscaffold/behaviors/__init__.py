@@ -1,1 +1,1 @@
-"""Deterministic behaviour detectors over trajectories, and (later) the recovery-rate table."""
+"""Deterministic behaviour detectors over trajectories, the recovery-rate table and the comparison of runs."""

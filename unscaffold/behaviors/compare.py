@@ -1,0 +1,122 @@
+"""`unscaffold compare`: runs of one suite and split side by side, each labelled from its own records.
+
+Scores carry bootstrap intervals over tasks (scenarios for SGC), each run is paired task by task with
+the baseline, costs come from the runs' records, and behaviour recovery is added when the runs hold
+one base + h run, one base + h* run and at least one trained model under h."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from unscaffold.behaviors.labels import RunLabel
+from unscaffold.behaviors.recovery import RecoveryTable, Rule, Shows, check_roles, recovery_table
+from unscaffold.behaviors.runs import RunRecord, check_comparable
+from unscaffold.behaviors.stats import SAMPLES, Interval, Paired, bootstrap, paired
+from unscaffold.collect.aggregate import SUCCESS
+from unscaffold.errors import UnscaffoldError
+
+
+class Cost(BaseModel):
+    student_calls: int
+    student_tokens: dict[str, int]
+    reviewer_calls: int
+    reviewer_tokens: dict[str, int]
+    cost_usd: float
+    wall_time_s: float
+    trial_wall_s: float
+    training_steps: int | None = None
+    rollouts: int | None = None
+
+
+class RunRow(BaseModel):
+    run: str
+    label: str
+    what: RunLabel
+    student: str
+    n_tasks: int
+    n_trials: int
+    scores: dict[str, Interval] = Field(description="pass_at_1, and tgc / sgc where the suite defines them")
+    vs_baseline: Paired | None = Field(description="pass@1 per task minus the baseline's; None for the baseline")
+    cost: Cost
+
+
+class Comparison(BaseModel):
+    suite: str
+    split: str | None
+    n_tasks: int
+    baseline: str
+    seed: int
+    samples: int = SAMPLES
+    runs: list[RunRow]
+    recovery: list[RecoveryTable] = Field(default_factory=list)
+    recovery_note: str
+
+
+def scores(run: RunRecord, seed: int) -> dict[str, Interval]:
+    out = {"pass_at_1": bootstrap(list(run.success().values()), seed=seed)}
+    if "tgc" in (run.results.model_extra or {}):
+        out["tgc"] = bootstrap([sum(t.reward for t in ts) / len(ts) for ts in run.by_task.values()], seed=seed)
+    if "sgc" in (run.results.model_extra or {}):
+        scenarios: dict[str, list[bool]] = defaultdict(list)
+        for task, trials in run.by_task.items():
+            scenarios[trials[0].scenario or task].extend(t.reward >= SUCCESS for t in trials)
+        out["sgc"] = bootstrap([float(all(v)) for v in scenarios.values()], seed=seed)
+    return out
+
+
+def cost(run: RunRecord, label: RunLabel) -> Cost:
+    tokens = run.results.tokens
+    return Cost(
+        student_calls=sum(t.turns for t in run.trials), student_tokens=tokens.get("student", {}),
+        reviewer_calls=run.results.reviewer_calls, reviewer_tokens=tokens.get("reviewer", {}),
+        cost_usd=run.results.cost_usd, wall_time_s=run.results.wall_time_s, trial_wall_s=run.results.trial_wall_s,
+        training_steps=label.training.steps if label.training else None,
+        rollouts=label.training.rollouts if label.training else None,
+    )
+
+
+def unique_labels(labels: list[RunLabel], runs: list[RunRecord]) -> list[str]:
+    texts = [lab.text for lab in labels]
+    return [t if texts.count(t) == 1 else f"{t} ({r.path.name})" for t, r in zip(texts, runs, strict=True)]
+
+
+def add_recovery(runs: list[RunRecord], labels: list[RunLabel], *, rule: Rule, min_eligible: int,
+                 bank: Path | None) -> tuple[list[RecoveryTable], str]:
+    plain = [(r, lab) for r, lab in zip(runs, labels, strict=True) if not lab.reviewer]
+    base_h = [r for r, lab in plain if lab.kind == "base" and lab.harness == "h"]
+    base_hstar = [r for r, lab in plain if lab.kind == "base" and lab.harness.startswith("h*")]
+    tuned = [r for r, lab in plain if lab.kind not in ("base", "oracle") and lab.harness == "h"]
+    if len(base_h) != 1 or len(base_hstar) != 1 or not tuned:
+        return [], (f"behaviour recovery needs one base + h run, one base + h* run and a trained model under h; "
+                    f"found {len(base_h)}, {len(base_hstar)} and {len(tuned)}")
+    notes = check_roles(base_h[0], base_hstar[0], tuned)
+    cache: dict[str, Shows] = {}
+    tables = [recovery_table(base_h[0], base_hstar[0], t, rule=rule, min_eligible=min_eligible, bank=bank,
+                             notes=notes, cache=cache) for t in tuned]
+    return tables, (f"behaviour recovery of {len(tuned)} trained run(s) against {base_h[0].name} (base + h) and "
+                    f"{base_hstar[0].name} (base + h*)")
+
+
+def compare(runs: list[RunRecord], *, baseline: Path | None = None, seed: int = 0, rule: Rule = "any",
+            min_eligible: int = 10, bank: Path | None = None) -> Comparison:
+    if len({r.path.resolve() for r in runs}) != len(runs):
+        raise UnscaffoldError("compare: a run is named twice")
+    check_comparable(runs)
+    base = runs[0]
+    if baseline is not None:
+        base = next((r for r in runs if r.path.resolve() == Path(baseline).resolve()), None)  # type: ignore[assignment]
+        if base is None:
+            raise UnscaffoldError(f"--baseline {baseline}: not one of the compared runs")
+    labels = [r.label() for r in runs]
+    names = unique_labels(labels, runs)
+    reference = base.success()
+    rows = [RunRow(run=r.name, label=name, what=lab, student=r.results.student, n_tasks=len(r.tasks()),
+                   n_trials=len(r.trials), scores=scores(r, seed),
+                   vs_baseline=None if r is base else paired(r.success(), reference, seed=seed), cost=cost(r, lab))
+            for r, lab, name in zip(runs, labels, names, strict=True)]
+    tables, note = add_recovery(runs, labels, rule=rule, min_eligible=min_eligible, bank=bank)
+    return Comparison(suite=base.results.suite, split=base.results.split, n_tasks=len(base.tasks()),
+                      baseline=base.name, seed=seed, runs=rows, recovery=tables, recovery_note=note)

@@ -1,0 +1,109 @@
+"""Self-contained HTML pages for the behaviour table and the comparison, in the run report's style
+(its stylesheet and inline-SVG bar charts): nothing is fetched, the file can be mailed or archived."""
+
+from __future__ import annotations
+
+from html import escape
+
+from unscaffold.behaviors.compare import Comparison
+from unscaffold.behaviors.recovery import RecoveryTable
+from unscaffold.behaviors.stats import Interval
+from unscaffold.behaviors.tables import Grid, behavior_grid, cost_grid, mean_lines, score_grid
+from unscaffold.collect.report import CSS, bar_chart
+
+TABLE_CSS = """
+table{border-collapse:collapse;background:#fff;margin:8px 0}
+th,td{border:1px solid #dde2ea;padding:4px 8px;text-align:left;font-size:13px} th{background:#f0f3f7}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+"""
+
+ELIGIBILITY = ("A task is <b>eligible</b> for a behaviour when the base model shows it under the training-time "
+               "harness h* and does not under the deployment harness h. The <b>rate</b> is the share of eligible "
+               "tasks where the trained model shows it under h, with no reviewer and no h*. Each behaviour is "
+               "found by a deterministic detector declared beside its h* component.")
+
+
+def grid_html(grid: Grid, numeric_from: int = 2) -> str:
+    headers, rows = grid
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f'<td{" class=num" if i >= numeric_from else ""}>{escape(c)}</td>'
+                                   for i, c in enumerate(row)) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def forest_chart(title: str, items: list[tuple[str, Interval]], low: float, high: float) -> str:
+    """Each interval as a line with its point estimate, on one axis from `low` to `high` with a mark at 0."""
+    if not items:
+        return ""
+    row, label_w, axis_w = 22, 170, 300
+
+    def x(v: float) -> float:
+        return label_w + axis_w * (min(max(v, low), high) - low) / (high - low)
+
+    height = row * len(items) + 44
+    zero = (f'<line x1="{x(0):.1f}" y1="20" x2="{x(0):.1f}" y2="{height - 20}" stroke="#99a" '
+            'stroke-dasharray="3,3"></line>') if low < 0 < high else ""
+    marks, signed = [], low < 0
+    for i, (label, iv) in enumerate(items):
+        y = 32 + i * row
+        marks.append(f'<text x="0" y="{y + 4}" font-size="12">{escape(label[:26])}</text>'
+                     f'<line x1="{x(iv.low):.1f}" y1="{y}" x2="{x(iv.high):.1f}" y2="{y}" stroke="#4c7bd9" '
+                     f'stroke-width="2"></line><circle cx="{x(iv.value):.1f}" cy="{y}" r="4" fill="#1d2330"></circle>'
+                     f'<text x="{label_w + axis_w + 8}" y="{y + 4}" font-size="12">{escape(iv.text(signed))}</text>')
+    axis = (f'<text x="{label_w}" y="{height - 4}" font-size="11">{low:g}</text>'
+            f'<text x="{label_w + axis_w - 20}" y="{height - 4}" font-size="11">{high:g}</text>')
+    return (f'<svg class="plot" width="{label_w + axis_w + 170}" height="{height}" role="img" '
+            f'aria-label="{escape(title)}"><text x="0" y="14" font-size="13" font-weight="600">{escape(title)}</text>'
+            f'{zero}{"".join(marks)}{axis}</svg>')
+
+
+def card_html(name: str, value: str) -> str:
+    return f'<div class="card"><span class="muted">{escape(name)}</span><b>{escape(value)}</b></div>'
+
+
+def page(title: str, body: str) -> str:
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+            f"<style>{CSS}{TABLE_CSS}</style></head><body>{body}</body></html>")
+
+
+def recovery_section(table: RecoveryTable, heading: str = "h2") -> str:
+    chart = bar_chart("recovery rate per behaviour (%)",
+                      [(r.component, r.rate or 0.0) for r in table.behaviors], maximum=100.0, fmt="{:.1f}%")
+    ours = "-" if table.mean is None else f"{table.mean:.1f}%"
+    cards = [("mean recovery (this run)", ours), ("behaviours kept", str(len(table.behaviors))),
+             ("dropped", str(len(table.dropped))),
+             (f"published figure ({table.published.behaviors} behaviours)", f"{table.published.mean:.1f}%")]
+    dropped = (f"<h3>Dropped: fewer than {table.min_eligible} eligible tasks</h3>"
+               f"{grid_html(behavior_grid(table.dropped))}" if table.dropped else "")
+    notes = "".join(f'<div class="muted">note: {escape(n)}</div>' for n in table.notes)
+    return (f'<{heading}>Behaviour recovery: {escape(table.runs["tuned"])}</{heading}>'
+            f'<div class="muted">base + h {escape(table.runs["base_h"])} · base + h* {escape(table.runs["base_hstar"])}'
+            f" · bank {escape(table.bank)} · {table.n_tasks} tasks</div>"
+            f'<div class="cards">{"".join(card_html(k, v) for k, v in cards)}</div>'
+            f"<p>{ELIGIBILITY}</p><p class=muted>{'<br>'.join(escape(line) for line in mean_lines(table))}</p>"
+            f'<div class="plots">{chart}</div>{grid_html(behavior_grid(table.behaviors))}{dropped}{notes}')
+
+
+def recovery_page(table: RecoveryTable) -> str:
+    return page(f"unscaffold behaviours · {table.suite}",
+                f"<h1>{escape(table.suite)}: behaviour recovery</h1>{recovery_section(table)}")
+
+
+def comparison_page(cmp: Comparison) -> str:
+    chart = bar_chart("pass@1 per run (%)", [(r.label, r.scores["pass_at_1"].value) for r in cmp.runs],
+                      maximum=100.0, fmt="{:.1f}%")
+    diffs = forest_chart("Δ pass@1 vs baseline, points (95% CI)",
+                         [(r.label, r.vs_baseline.diff) for r in cmp.runs if r.vs_baseline], -100.0, 100.0)
+    recovery = "".join(recovery_section(t, "h3") for t in cmp.recovery)
+    body = (f"<h1>{escape(cmp.suite)}: comparison of {len(cmp.runs)} runs</h1>"
+            f'<div class="muted">split {escape(cmp.split or "default")} · {cmp.n_tasks} tasks · baseline '
+            f"{escape(cmp.baseline)} · {cmp.samples} bootstrap samples over tasks (scenarios for SGC), seed "
+            f"{cmp.seed}</div>"
+            "<p>Each run is labelled from its own records: the model (base, or an adapter and the recipe that "
+            "trained it), the harness (h: one bash tool; h*: the training-time harness) and a reviewer if any. "
+            "Δ is the per-task pass@1 difference against the baseline, in points, with its interval; better / "
+            "worse / same count tasks.</p>"
+            f'<h2>Scores</h2><div class="plots">{chart}{diffs}</div>{grid_html(score_grid(cmp))}'
+            f"<h2>Cost</h2>{grid_html(cost_grid(cmp), numeric_from=1)}"
+            f'<h2>Behaviour recovery</h2><div class="muted">{escape(cmp.recovery_note)}</div>{recovery}')
+    return page(f"unscaffold compare · {cmp.suite}", body)

@@ -1,0 +1,122 @@
+"""What a run is, read from its own records: the model (base, or an adapter and the recipe that trained
+it), the harness (h, h*, another bank) and a reviewer if any. Users never retype labels.
+
+A trained model says what it is through the files its trainer leaves beside the adapter: `train-sft`
+writes `train_log.jsonl` and `summary.json` (distilled), `rescue train` writes `metrics.jsonl`
+(rescue-trained). A run whose config names a `router` (harness chosen per task at inference, Rank-1)
+is labelled routed. A model served elsewhere
+(e.g. a LoRA behind vLLM, where the spec names no adapter) is described by `RUN/model.json`
+(`{"kind": ..., "base"?, "adapter"?, "note"?}`), which wins over everything else."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from unscaffold.errors import UnscaffoldError
+from unscaffold.iojson import load_model, read_json
+from unscaffold.llm.registry import parse_spec
+
+MODEL_RECORD = "model.json"
+
+
+class ModelRecord(BaseModel):
+    """`RUN/model.json`: what the student of this run is, when its spec cannot say."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: str = Field(min_length=1, description="base, distilled, rescue-trained, routed, ...")
+    base: str | None = None
+    adapter: str | None = None
+    note: str | None = None
+
+
+class Training(BaseModel):
+    """How the adapter was trained, as far as its folder records it."""
+
+    recipe: str
+    steps: int | None = None
+    rollouts: int | None = None
+
+
+class RunLabel(BaseModel):
+    kind: str = Field(description="base, distilled, rescue-trained, tuned (adapter of unknown origin), oracle")
+    model: str = Field(description="the base model (spec without adapter)")
+    adapter: str | None = None
+    harness: str = Field(description="h, h*, h* (bank NAME) or routed (ROUTER)")
+    reviewer: str | None = None
+    training: Training | None = None
+
+    @property
+    def text(self) -> str:
+        return f"{self.kind} + {self.harness}" + (" + reviewer" if self.reviewer else "")
+
+
+def _jsonl(path: Path) -> list[dict]:
+    rows = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise UnscaffoldError(f"{path}: line {i + 1}: invalid JSON: {e.msg}") from None
+    return rows
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def training_of(adapter: Path) -> Training | None:
+    """Read the trainer's own files in an adapter folder; None when none is there."""
+    if (adapter / "metrics.jsonl").is_file():
+        rows = _jsonl(adapter / "metrics.jsonl")
+        return Training(recipe="rescue", steps=max((_int(r.get("step")) or 0 for r in rows), default=0),
+                        rollouts=sum(_int(r.get("rollouts")) or 0 for r in rows))
+    if (adapter / "summary.json").is_file() or (adapter / "train_log.jsonl").is_file():
+        summary = read_json(adapter / "summary.json") if (adapter / "summary.json").is_file() else {}
+        steps = _int(summary.get("steps")) if isinstance(summary, dict) else None
+        if steps is None and (adapter / "train_log.jsonl").is_file():
+            steps = max((_int(r.get("step")) or 0 for r in _jsonl(adapter / "train_log.jsonl")), default=0)
+        return Training(recipe="sft", steps=steps)
+    return None
+
+
+def harness_label(harness: str, router: str | None = None) -> str:
+    if router:
+        return f"routed ({router})"
+    if harness == "minimal":
+        return "h"
+    if harness == "hstar":
+        return "h*"
+    return f"h* ({Path(harness).name})"
+
+
+def kind_of(training: Training | None) -> str:
+    if training is None:
+        return "tuned"
+    if training.recipe == "sft":
+        return "distilled"
+    return "rescue-trained" if training.recipe == "rescue" else "tuned"
+
+
+def label_run(run_dir: Path, config: dict) -> RunLabel:
+    """The run's label from its records (`config.json` as written, `model.json` if present, adapter files)."""
+    student = str(config.get("student", ""))
+    common = {"harness": harness_label(str(config.get("harness", "minimal")), config.get("router")),
+              "reviewer": config.get("reviewer")}
+    if (Path(run_dir) / MODEL_RECORD).is_file():
+        record = load_model(Path(run_dir) / MODEL_RECORD, ModelRecord)
+        training = training_of(Path(record.adapter)) if record.adapter and Path(record.adapter).is_dir() else None
+        return RunLabel(kind=record.kind, model=record.base or student, adapter=record.adapter,
+                        training=training, **common)
+    if student == "oracle":
+        return RunLabel(kind="oracle", model="oracle", **common)
+    spec = parse_spec(student)
+    model = spec.raw if spec.adapter is None else f"hf:{spec.target}"
+    if spec.adapter is None:
+        return RunLabel(kind="base", model=model, **common)
+    adapter = Path(spec.adapter)
+    training = training_of(adapter) if adapter.is_dir() else None
+    return RunLabel(kind=kind_of(training), model=model, adapter=spec.adapter, training=training, **common)

@@ -1,0 +1,144 @@
+"""The behaviour-recovery table (Harness-Zero): did the behaviours h* taught move into the weights?
+
+For each detector of the h* bank, a task is eligible when the base model shows the behaviour under h*
+and not under h; the rate is the share of eligible tasks where the tuned model shows it under h.
+Behaviours with fewer eligible tasks than the minimum are dropped (listed with their counts). With
+several trials per task, a task shows a behaviour when `any` of its trials does, or the `majority`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from unscaffold.behaviors.detector import DetectorSpec, detect
+from unscaffold.behaviors.runs import RunRecord, check_comparable
+from unscaffold.benchmarks import load_suite
+from unscaffold.errors import UnscaffoldError
+from unscaffold.knowledge.bank import load_bank
+from unscaffold.knowledge.hstar import bank_for_harness
+
+Rule = Literal["any", "majority"]
+RULES: dict[str, str] = {
+    "any": "a task shows a behaviour when any of its trials does",
+    "majority": "a task shows a behaviour when more than half of its trials do",
+}
+Shows = dict[str, set[str]]  # component id -> tasks that show its behaviour
+
+
+class PublishedFigure(BaseModel):
+    mean: float = 82.3
+    behaviors: int = 28
+    source: str = "Harness-Zero, distilled Qwen3.5-9B + h over three domains"
+
+
+class BehaviorRow(BaseModel):
+    component: str
+    behavior: str
+    eligible: int
+    recovered: int
+    rate: float | None = Field(description="percent of eligible tasks; None when none is eligible")
+    shown: dict[str, int] = Field(description="tasks showing it per run: base_h, base_hstar, tuned")
+    eligible_tasks: list[str]
+    recovered_tasks: list[str]
+
+
+class RecoveryTable(BaseModel):
+    suite: str
+    split: str | None
+    n_tasks: int
+    rule: Rule
+    rule_text: str
+    min_eligible: int
+    bank: str
+    runs: dict[str, str]
+    behaviors: list[BehaviorRow]
+    dropped: list[BehaviorRow]
+    mean: float | None = Field(description="mean rate over the kept behaviours, percent")
+    published: PublishedFigure = Field(default_factory=PublishedFigure)
+    notes: list[str] = Field(default_factory=list)
+
+
+def task_shows(run: RunRecord, detectors: dict[str, DetectorSpec], rule: Rule) -> Shows:
+    """Run every detector on every trial of the run once; trials lost to infrastructure do not vote."""
+    votes: dict[str, dict[str, list[bool]]] = {c: {} for c in detectors}
+    for task, trials in run.by_task.items():
+        for component in detectors:
+            votes[component][task] = []
+        for trial in trials:
+            if trial.infra_error:
+                continue
+            traj = run.trajectory(trial)
+            for component, spec in detectors.items():
+                votes[component][task].append(traj is not None and detect(spec, traj))
+    return {c: {task for task, v in by_task.items() if v and (any(v) if rule == "any" else 2 * sum(v) > len(v))}
+            for c, by_task in votes.items()}
+
+
+def check_roles(base_h: RunRecord, base_hstar: RunRecord, tuned: list[RunRecord]) -> list[str]:
+    """Each run must be what its role says; returns notes for what is allowed but worth knowing."""
+    check_comparable([base_h, base_hstar, *tuned])
+    for flag, run in (("--base-h", base_h), ("--base-hstar", base_hstar), *(("--tuned", t) for t in tuned)):
+        if run.results.reviewer:
+            raise UnscaffoldError(f"{flag} {run.name}: a reviewed collection (reviewer {run.results.reviewer}); "
+                                  "behaviour recovery reads evaluations without a reviewer")
+        hstar = flag == "--base-hstar"
+        if (run.results.harness == "minimal") == hstar:
+            wanted = "an h* harness (--harness hstar or a bank)" if hstar else "the minimal harness h"
+            raise UnscaffoldError(f"{flag} {run.name}: ran under harness {run.results.harness!r}; "
+                                  f"this role needs {wanted}")
+    notes = []
+    if base_h.results.student != base_hstar.results.student:
+        notes.append(f"the base runs have different students ({base_h.results.student} under h, "
+                     f"{base_hstar.results.student} under h*)")
+    return notes
+
+
+def bank_detectors(base_hstar: RunRecord, bank: Path | None = None) -> tuple[Path, dict[str, DetectorSpec]]:
+    """The detectors of the bank the base + h* run ran with (or `bank`, when given)."""
+    if bank is None:
+        harness = base_hstar.results.harness
+        suite_bank = load_suite(base_hstar.config.suite, base_hstar.config.data).bank_path() \
+            if harness == "hstar" else None
+        bank = bank_for_harness(harness, suite_bank)
+        if not (bank / "manifest.toml").is_file():
+            raise UnscaffoldError(f"{base_hstar.name}: its h* bank {str(bank)!r} (config.json harness) is not "
+                                  "found from here; pass --bank")
+    detectors = load_bank(bank).detectors()
+    if not detectors:
+        raise UnscaffoldError(f"{bank}: the bank declares no behaviour detectors")
+    return bank, detectors
+
+
+def recovery_table(base_h: RunRecord, base_hstar: RunRecord, tuned: RunRecord, *, rule: Rule = "any",
+                   min_eligible: int = 10, bank: Path | None = None, notes: list[str] | None = None,
+                   cache: dict[str, Shows] | None = None) -> RecoveryTable:
+    """`cache` (run path -> shows) lets a comparison reuse the base runs' detections across tuned runs."""
+    notes = list(notes if notes is not None else check_roles(base_h, base_hstar, [tuned]))
+    bank_path, detectors = bank_detectors(base_hstar, bank)
+    cache = cache if cache is not None else {}
+    shows = {}
+    for role, run in (("base_h", base_h), ("base_hstar", base_hstar), ("tuned", tuned)):
+        if run.name not in cache:
+            cache[run.name] = task_shows(run, detectors, rule)
+        shows[role] = cache[run.name]
+    kept, dropped = [], []
+    for component, spec in detectors.items():
+        eligible = sorted(shows["base_hstar"][component] - shows["base_h"][component])
+        recovered = sorted(set(eligible) & shows["tuned"][component])
+        row = BehaviorRow(component=component, behavior=spec.description, eligible=len(eligible),
+                          recovered=len(recovered),
+                          rate=round(100.0 * len(recovered) / len(eligible), 4) if eligible else None,
+                          shown={role: len(s[component]) for role, s in shows.items()},
+                          eligible_tasks=eligible, recovered_tasks=recovered)
+        (kept if len(eligible) >= min_eligible else dropped).append(row)
+    rates = [r.rate for r in kept if r.rate is not None]
+    counts = sorted({len(ts) for r in (base_h, base_hstar, tuned) for ts in r.by_task.values()})
+    if counts != [1]:
+        notes.append(f"trials per task: {', '.join(map(str, counts))} ({RULES[rule]})")
+    return RecoveryTable(
+        suite=base_h.results.suite, split=base_h.results.split, n_tasks=len(base_h.tasks()), rule=rule,
+        rule_text=RULES[rule], min_eligible=min_eligible, bank=str(bank_path),
+        runs={"base_h": base_h.name, "base_hstar": base_hstar.name, "tuned": tuned.name},
+        behaviors=kept, dropped=dropped, mean=round(sum(rates) / len(rates), 4) if rates else None, notes=notes)

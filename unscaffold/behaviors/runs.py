@@ -1,0 +1,91 @@
+"""Reading finished run folders for the behaviour table and the comparison, and refusing mixes that
+would compare unlike with unlike (other suites or splits, tasks missing from a run)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from unscaffold.behaviors.labels import RunLabel, label_run
+from unscaffold.collect.aggregate import SUCCESS
+from unscaffold.collect.models import RunConfig, RunResults, TrialResult
+from unscaffold.errors import InputError, UnscaffoldError
+from unscaffold.iojson import load_model, read_json, validation_error
+from unscaffold.minimal_harness.trajectory import Trajectory
+
+
+class RunRecord(BaseModel):
+    """One finished run: its config, its summary and every trial's result."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    path: Path
+    config: RunConfig
+    raw_config: dict[str, Any] = Field(description="config.json as written, with fields newer than RunConfig")
+    results: RunResults
+    trials: list[TrialResult]
+
+    @property
+    def name(self) -> str:
+        return str(self.path)
+
+    @cached_property
+    def by_task(self) -> dict[str, list[TrialResult]]:
+        out: dict[str, list[TrialResult]] = defaultdict(list)
+        for t in self.trials:
+            out[t.task_id].append(t)
+        return dict(out)
+
+    def tasks(self) -> set[str]:
+        return set(self.by_task)
+
+    def success(self) -> dict[str, float]:
+        """Task id -> share of its trials that succeeded (pass@1 per task, as results.json counts it)."""
+        return {task: sum(t.reward >= SUCCESS for t in ts) / len(ts) for task, ts in self.by_task.items()}
+
+    def label(self) -> RunLabel:
+        return label_run(self.path, self.raw_config)
+
+    def trajectory(self, trial: TrialResult) -> Trajectory | None:
+        path = self.path / "trials" / trial.trial_id / "trajectory.json"
+        return Trajectory.load(path) if path.exists() else None
+
+
+def load_run(path: Path) -> RunRecord:
+    path = Path(path)
+    if not path.is_dir():
+        raise InputError(str(path), None, "run folder not found")
+    if not (path / "results.json").exists():
+        raise InputError(str(path), None, "no results.json: not a finished run (re-running its command resumes it)")
+    raw = read_json(path / "config.json")
+    try:
+        config = RunConfig.model_validate(raw)
+    except ValidationError as e:
+        raise validation_error(str(path / "config.json"), e) from None
+    results = load_model(path / "results.json", RunResults)
+    trials = [load_model(p, TrialResult) for p in sorted((path / "trials").glob("*/result.json"))]
+    if not trials:
+        raise InputError(str(path), None, "no trial results under trials/")
+    return RunRecord(path=path, config=config, raw_config=raw, results=results, trials=trials)
+
+
+def check_comparable(runs: list[RunRecord]) -> None:
+    """Same suite, same split (where both name one) and the same tasks; else one line naming the run."""
+    first = runs[0]
+    for run in runs[1:]:
+        if run.results.suite != first.results.suite:
+            raise UnscaffoldError(f"{run.name}: suite {run.results.suite!r} differs from {first.name} "
+                                  f"({first.results.suite!r}); compare runs of one suite")
+        if run.results.split and first.results.split and run.results.split != first.results.split:
+            raise UnscaffoldError(f"{run.name}: split {run.results.split!r} differs from {first.name} "
+                                  f"({first.results.split!r}); compare runs of one split")
+    union = set().union(*(r.tasks() for r in runs))
+    for run in runs:
+        missing = sorted(union - run.tasks())
+        if missing:
+            shown = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
+            raise UnscaffoldError(f"{run.name}: missing {len(missing)} task(s) the other runs have ({shown}); "
+                                  "compare runs over the same tasks")

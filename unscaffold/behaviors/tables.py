@@ -1,0 +1,59 @@
+"""The rows both the terminal and the HTML page show, built once so the two never disagree."""
+
+from __future__ import annotations
+
+from unscaffold.behaviors.compare import Comparison
+from unscaffold.behaviors.recovery import BehaviorRow, RecoveryTable
+
+Grid = tuple[list[str], list[list[str]]]
+SCORE_NAMES = {"pass_at_1": "pass@1", "tgc": "TGC", "sgc": "SGC"}
+
+
+def _rate(row: BehaviorRow) -> str:
+    return "-" if row.rate is None else f"{row.rate:.1f}%"
+
+
+def behavior_grid(rows: list[BehaviorRow]) -> Grid:
+    return (["behaviour", "component", "eligible", "recovered", "rate"],
+            [[r.behavior, r.component, str(r.eligible), str(r.recovered), _rate(r)] for r in rows])
+
+
+def mean_lines(table: RecoveryTable) -> list[str]:
+    ours = "-" if table.mean is None else f"{table.mean:.1f}%"
+    return [f"mean recovery (this run): {ours} over {len(table.behaviors)} behaviour(s) with at least "
+            f"{table.min_eligible} eligible task(s)",
+            f"published figure: {table.published.mean:.1f}% over {table.published.behaviors} behaviours "
+            f"({table.published.source})",
+            f"rule: {table.rule_text} ({table.rule})"]
+
+
+def _int(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def score_grid(cmp: Comparison) -> Grid:
+    names = [k for k in SCORE_NAMES if any(k in r.scores for r in cmp.runs)]
+    headers = ["run", "model", *[f"{SCORE_NAMES[k]} [95% CI]" for k in names], "Δ pass@1 vs baseline [95% CI]",
+               "better / worse / same"]
+    rows = []
+    for r in cmp.runs:
+        vs = r.vs_baseline
+        rows.append([r.label, r.what.model + (f" + {r.what.adapter}" if r.what.adapter else ""),
+                     *[r.scores[k].text() if k in r.scores else "-" for k in names],
+                     "baseline" if vs is None else vs.diff.text(signed=True),
+                     "" if vs is None else f"{vs.better} / {vs.worse} / {vs.same}"])
+    return headers, rows
+
+
+def cost_grid(cmp: Comparison) -> Grid:
+    headers = ["run", "student calls", "student tokens in / out", "reviewer calls", "reviewer tokens in / out",
+               "cost", "wall", "training steps", "rollouts"]
+    rows = []
+    for r in cmp.runs:
+        c = r.cost
+        rows.append([r.label, f"{c.student_calls:,}",
+                     f"{c.student_tokens.get('input', 0):,} / {c.student_tokens.get('output', 0):,}",
+                     f"{c.reviewer_calls:,}",
+                     f"{c.reviewer_tokens.get('input', 0):,} / {c.reviewer_tokens.get('output', 0):,}",
+                     f"${c.cost_usd:.4f}", f"{c.wall_time_s:.1f}s", _int(c.training_steps), _int(c.rollouts)])
+    return headers, rows

@@ -1,0 +1,64 @@
+"""Terminal output of `unscaffold behaviors` and `unscaffold compare`: rich tables of the shared rows,
+JSON on request, and the page written where asked."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel
+from rich.console import Console
+from rich.table import Table
+
+from unscaffold.behaviors.compare import Comparison
+from unscaffold.behaviors.recovery import RecoveryTable, Rule
+from unscaffold.behaviors.tables import Grid, behavior_grid, cost_grid, mean_lines, score_grid
+from unscaffold.errors import UnscaffoldError
+from unscaffold.iojson import write_text_atomic
+
+
+def trial_rule(rule: str) -> Rule:
+    if rule == "any" or rule == "majority":
+        return rule
+    raise UnscaffoldError(f"--rule: unknown rule {rule!r}; use any or majority")
+
+
+def grid_table(title: str, grid: Grid, numeric_from: int = 2) -> Table:
+    headers, rows = grid
+    table = Table(title=title)
+    for i, h in enumerate(headers):
+        table.add_column(h, justify="right" if i >= numeric_from else "left")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def print_recovery(table: RecoveryTable) -> None:
+    out = Console()
+    out.print(grid_table(f"behaviour recovery: {table.runs['tuned']}", behavior_grid(table.behaviors)))
+    if table.dropped:
+        out.print(grid_table(f"dropped (fewer than {table.min_eligible} eligible tasks)", behavior_grid(table.dropped)))
+    for line in mean_lines(table) + [f"note: {n}" for n in table.notes]:
+        out.print(line, highlight=False, soft_wrap=True)
+
+
+def print_comparison(result: Comparison) -> None:
+    out = Console()
+    out.print(grid_table(f"{result.suite}: {result.n_tasks} tasks, baseline {result.baseline}", score_grid(result)))
+    out.print(grid_table("cost", cost_grid(result), numeric_from=1))
+    out.print(result.recovery_note, highlight=False, soft_wrap=True)
+    for table in result.recovery:
+        print_recovery(table)
+
+
+def emit(result: BaseModel, page: Callable[[], str], out: Path | None, as_json: bool, show: Callable[[], None]) -> None:
+    """JSON or the terminal tables on stdout; the self-contained page to `out` when asked."""
+    if out:
+        write_text_atomic(out, page())
+    if as_json:
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+    else:
+        show()
+    if out:
+        Console(stderr=True).print(f"page: {out}", highlight=False)
