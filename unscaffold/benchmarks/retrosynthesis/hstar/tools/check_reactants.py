@@ -172,7 +172,7 @@ def main(argv: list[str]) -> int:
     try:
         args = json.loads(argv[1])
     except (IndexError, json.JSONDecodeError):
-        print('usage: check_reactants \'{"smiles": SMILES, "product": SMILES, "write_to": PATH}\'')
+        print('usage: one JSON argument \'{"smiles": SMILES, "product": SMILES, "write_to": PATH}\'')
         return 2
     line, error = reactant_line(args if isinstance(args, dict) else {})
     if line is None:
