@@ -28,6 +28,16 @@ needs_bwrap = pytest.mark.skipif(not BWRAP, reason="bubblewrap is not installed 
 
 
 @pytest.fixture
+def box(tmp_path: Path):
+    """A local sandbox over `tmp_path/ws`, closed after the test."""
+    from unscaffold.minimal_harness.sandbox import SandboxConfig, open_sandbox
+
+    sandbox = open_sandbox(SandboxConfig(kind="local", workspace=tmp_path / "ws", timeout_s=20))
+    yield sandbox
+    sandbox.close()
+
+
+@pytest.fixture
 def write_replay(tmp_path: Path):
     """Write a replay file from a dict and return its spec."""
 

@@ -16,13 +16,6 @@ from unscaffold.minimal_harness.sandbox.base import Limits
 pytestmark = needs_bwrap
 
 
-@pytest.fixture
-def box(tmp_path: Path):
-    sandbox = open_sandbox(SandboxConfig(kind="local", workspace=tmp_path / "ws", timeout_s=30))
-    yield sandbox
-    sandbox.close()
-
-
 def test_no_capabilities_and_not_root(box) -> None:
     r = box.execute("grep -E '^(CapEff|CapPrm|NoNewPrivs)' /proc/self/status; id -u")
     lines = r.output.splitlines()

@@ -124,16 +124,22 @@ def test_a_crash_in_one_trial_keeps_the_others(tmp_path: Path, write_replay, mon
     assert summary.exceptions == 1
 
 
-def test_sigkill_half_way_then_resume_finishes_every_trial_once(tmp_path: Path) -> None:
-    replay = tmp_path / "slow.json"
+def passing_tasks(root: Path, n: int) -> tuple[Path, Path]:
+    """`n` Harbor tasks that pass once a student has run one command, and that student's replay file."""
+    replay = root / "replay.json"
     replay.write_text(json.dumps({"*": [call("echo step"), final("done")]}))
-    tasks = tmp_path / "tasks"
-    for i in range(8):
+    tasks = root / "tasks"
+    for i in range(n):
         t = tasks / f"t{i}"
         (t / "tests").mkdir(parents=True)
         (t / "instruction.md").write_text(f"task {i}")
         (t / "task.toml").write_text("")
         (t / "tests" / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
+    return replay, tasks
+
+
+def test_sigkill_half_way_then_resume_finishes_every_trial_once(tmp_path: Path) -> None:
+    replay, tasks = passing_tasks(tmp_path, 8)
     out = tmp_path / "run"
     argv = [sys.executable, "-m", "unscaffold.cli", "run", "harbor", "--data", str(tasks), "--student",
             f"replay:{replay}?latency=0.25", "--concurrency", "2", "--out", str(out)]
@@ -188,15 +194,7 @@ runner.run(RunConfig(suite="harbor", data=Path(sys.argv[2]), student="replay:" +
 def test_a_kill_after_any_write_then_resume_records_every_trial_exactly_once(tmp_path: Path) -> None:
     """Each trial writes three things (started event, result.json, finished event); the run is killed
     right after each of the nine writes in turn, including between a result and its event."""
-    replay = tmp_path / "r.json"
-    replay.write_text(json.dumps({"*": [call("echo step"), final("done")]}))
-    tasks = tmp_path / "tasks"
-    for i in range(3):
-        t = tasks / f"t{i}"
-        (t / "tests").mkdir(parents=True)
-        (t / "instruction.md").write_text(f"task {i}")
-        (t / "task.toml").write_text("")
-        (t / "tests" / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
+    replay, tasks = passing_tasks(tmp_path, 3)
     for kill_after in range(1, 10):
         out = tmp_path / f"run{kill_after}"
         killed = subprocess.run([sys.executable, "-c", KILL_DRIVER, str(kill_after), str(tasks), str(replay), str(out)],

@@ -18,13 +18,6 @@ from unscaffold.minimal_harness.sandbox.local import INSTALL_HINT, LocalSandbox,
 pytestmark = needs_bwrap
 
 
-@pytest.fixture
-def box(tmp_path: Path):
-    sandbox = open_sandbox(SandboxConfig(kind="local", workspace=tmp_path / "ws", timeout_s=20))
-    yield sandbox
-    sandbox.close()
-
-
 def test_workspace_is_writable_and_is_the_working_directory(box, tmp_path: Path) -> None:
     r = box.execute("pwd && echo data > out.txt && cat out.txt")
     assert r.observation() == f"{tmp_path / 'ws'}\ndata\n\n[exit_code=0]"
