@@ -1,0 +1,154 @@
+"""`unscaffold demo`: the whole pipeline, offline, on the built-in retrosynthesis suite.
+
+Each step is the command a user would type (printed before it runs), so the demo doubles as a
+walk-through. With no flags it uses the shipped recorded students (examples/replay/demo_*.json: the
+minimal-harness student writes its answer raw and finishes unchecked, the h* student uses the bank's
+tools), the deterministic `rules` reviewer and the built-in tiny model; every flag takes a real model
+spec, so the same command produces real figures. Re-running resumes: finished runs are kept."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+from rich.console import Console
+from rich.table import Table
+
+from unscaffold.errors import InputError
+
+ROOT = Path(__file__).resolve().parent.parent
+REPLAYS = ROOT / "examples" / "replay"
+SUITE = "retrosynthesis"
+PLUMBING = (
+    "The tiny model has 2 layers of width 64 and is trained for a few steps: it can only memorise its training "
+    "rows, so its scores and behaviour rates show that the pipeline works end to end, not a result."
+)
+REAL = """To produce real figures, run the same pipeline with real models, for example:
+  unscaffold demo --student openai:Qwen/Qwen3-8B@http://localhost:8000/v1 \\
+      --hstar-student openai:Qwen/Qwen3-8B@http://localhost:8000/v1 \\
+      --reviewer anthropic:claude-sonnet-4-5 --model Qwen/Qwen3-8B --sft-steps 0 \\
+      --train-tasks '' --test-tasks '' --out runs/real
+(empty task lists take the whole train and test splits; --sft-steps 0 trains the full 2 epochs)."""
+
+
+class DemoConfig(BaseModel):
+    """Every knob of the demo; the defaults run offline in minutes on two cores."""
+
+    out: Path = Field(Path("runs/demo"), description="where every run, data set, adapter and report goes")
+    student: str = Field(f"replay:{REPLAYS / 'demo_student_h.json'}", description="the base student under h")
+    hstar_student: str = Field(f"replay:{REPLAYS / 'demo_student_hstar.json'}",
+                               description="the same base student under h* (a replay needs its own file)")
+    reviewer: str = Field("rules", description="the collection's reviewer")
+    model: str = Field("tiny", description="the base model to fine-tune (`tiny`: the built-in tiny model)")
+    train_tasks: list[str] | None = Field(None, description="collection tasks; None: the demo's, []: the split")
+    test_tasks: list[str] | None = Field(None, description="evaluation tasks; None: the demo's, []: the split")
+    sft_steps: int = Field(40, ge=0, description="optimiser steps of the LoRA SFT (0: the recipe's epochs)")
+    rescue_steps: int = Field(2, ge=0, description="rescue GRPO steps of the tiny model (0: skip)")
+    budget: int = Field(5, ge=0, description="REPLACE decisions per trial")
+    concurrency: int = Field(2, ge=1)
+
+
+def demo_tasks(config: DemoConfig) -> tuple[list[str], list[str]]:
+    shipped = json.loads((REPLAYS / "demo_tasks.json").read_text())
+    train = shipped["train"] if config.train_tasks is None else config.train_tasks
+    test = shipped["test"] if config.test_tasks is None else config.test_tasks
+    return train, test
+
+
+class Step(BaseModel):
+    name: str
+    argv: list[str]
+    seconds: float = 0.0
+    ok: bool = False
+
+
+class Demo:
+    def __init__(self, config: DemoConfig, console: Console | None = None) -> None:
+        self.config = config
+        self.console = console or Console()
+        self.steps: list[Step] = []
+
+    def cli(self, name: str, *args: str, stdout_to: Path | None = None) -> Step:
+        """Run one `unscaffold` command as a user would; stop the demo (exit 2) if it fails. `stdout_to`
+        keeps what it prints (its `--json`) in a file, as `> FILE` would."""
+        argv = ["unscaffold", *args]
+        self.console.rule(f"[bold]{len(self.steps) + 1}. {name}")
+        shown = " ".join(shlex.quote(a) for a in argv) + (f" > {shlex.quote(str(stdout_to))}" if stdout_to else "")
+        self.console.print(shown, style="cyan", highlight=False)
+        t0 = time.monotonic()
+        command = [sys.executable, "-m", "unscaffold.cli", *args]
+        if stdout_to is None:
+            done = subprocess.run(command)
+        else:
+            with open(stdout_to, "w", encoding="utf-8") as sink:
+                done = subprocess.run(command, stdout=sink)
+        step = Step(name=name, argv=argv, seconds=round(time.monotonic() - t0, 1), ok=done.returncode == 0)
+        self.steps.append(step)
+        if not step.ok:
+            raise InputError("demo", name, f"`{' '.join(argv)}` failed with exit code {done.returncode}")
+        return step
+
+    def run(self) -> Path:
+        c, out = self.config, self.config.out
+        train, test = demo_tasks(c)
+        out.mkdir(parents=True, exist_ok=True)
+        k = out / "K"
+        bank = Path(__file__).resolve().parent / "benchmarks" / SUITE / "hstar"
+        self.cli("compile the h* bank into the reviewer's reference K", "compile-k", str(bank), "--out", str(k),
+                 "--suite", SUITE)
+        common = ["--concurrency", str(c.concurrency)]
+        self.cli("evaluate the base student under the minimal harness h", "run", SUITE, "--student", c.student,
+                 *_select(test, "test"), *common, "--out", str(out / "base_h"))
+        self.cli("evaluate the base student under the optimized harness h*", "run", SUITE, "--harness", "hstar",
+                 "--student", c.hstar_student, *_select(test, "test"), *common, "--out", str(out / "base_hstar"))
+        self.cli("collect: the reviewer reads every proposal before it runs (PASS or REPLACE)", "run", SUITE,
+                 "--student", c.student, "--reviewer", c.reviewer, "--knowledge", str(k), "--budget", str(c.budget),
+                 *_select(train, "train"), *common, "--out", str(out / "collect"))
+        self.cli("build the SFT data set (filter, audit, leak scrub, reasoning masks)", "build-sft",
+                 str(out / "collect"), "--out", str(out / "sft.jsonl"))
+        steps = ["--max-steps", str(c.sft_steps)] if c.sft_steps else []
+        self.cli("LoRA SFT of the student on the accepted steps", "train-sft", str(out / "sft.jsonl"), "--model",
+                 c.model, *steps, "--out", str(out / "adapter"))
+        tuned = f"hf:{_base_path(c.model, out / 'adapter')}+{out / 'adapter'}"
+        self.cli("evaluate the tuned student under h alone (no reviewer, no K, no h*)", "run", SUITE, "--student",
+                 tuned, *_select(test, "test"), "--out", str(out / "tuned"))
+        self.cli("behaviour recovery: which h* behaviours moved into the weights", "behaviors", "--base-h",
+                 str(out / "base_h"), "--base-hstar", str(out / "base_hstar"), "--tuned", str(out / "tuned"),
+                 "--min-eligible", "1", "--out", str(out / "behaviors.html"))
+        self.cli("rescue RL on paper: the simulator compares plain GRPO with sibling rescue", "rescue", "simulate",
+                 "--json", stdout_to=out / "rescue_simulate.json")
+        if c.rescue_steps:
+            self.cli("rescue RL for real: a few GRPO steps of the tiny model with sibling rescue", "rescue", "train",
+                     SUITE, "--model", c.model, "--max-steps", str(c.rescue_steps), "--out", str(out / "rescue"))
+        self.cli("compare the runs side by side", "compare", str(out / "base_h"), str(out / "base_hstar"),
+                 str(out / "tuned"), "--out", str(out / "compare.html"))
+        self.cli("the collection's HTML report (review timelines)", "report", str(out / "collect"))
+        return out
+
+    def summary(self) -> None:
+        table = Table(title="unscaffold demo")
+        for name in ("step", "seconds", "ok"):
+            table.add_column(name)
+        for i, s in enumerate(self.steps, 1):
+            table.add_row(f"{i}. {s.name}", f"{s.seconds:.1f}", "yes" if s.ok else "no")
+        self.console.print(table)
+
+
+def _select(ids: list[str], split: str) -> list[str]:
+    """`--tasks` for a list of task ids, `--split` for an empty one."""
+    return ["--tasks", ",".join(ids)] if ids else ["--split", split]
+
+
+def _base_path(model: str, adapter: Path) -> str:
+    """The base model an adapter loads onto: what train-sft recorded, else the model spec itself."""
+    record = adapter / "adapter_config.json"
+    if record.exists():
+        base = json.loads(record.read_text()).get("base_model_name_or_path")
+        if base:
+            return str(base)
+    return model
