@@ -227,6 +227,11 @@ def report_command(
     Console().print(f"report: {path}", highlight=False)
 
 
+from unscaffold.rescue.cli import rescue_app  # noqa: E402  (Harness-S sub-commands)
+
+app.add_typer(rescue_app, name="rescue")
+
+
 def main() -> None:
     app()
 

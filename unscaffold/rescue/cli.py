@@ -1,0 +1,150 @@
+"""`unscaffold rescue ...`: Harness-S commands (simulate, pool, train)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from unscaffold.errors import UnscaffoldError
+
+rescue_app = typer.Typer(add_completion=False, no_args_is_help=True,
+                         help="Harness-S: sibling-harness rescue RL (simulate, pool, train).")
+
+
+def _fail(e: Exception) -> None:
+    from unscaffold.cli import fail
+
+    fail(e)
+
+
+@rescue_app.command("simulate")
+def simulate_command(
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")] = False,
+    out: Annotated[Path | None, typer.Option(help="Folder for simulation.json and simulation.html.")] = None,
+    locality: Annotated[float, typer.Option(min=0, max=1, help="How task-specific siblings' effects are.")] = 0.8,
+    complementarity: Annotated[float, typer.Option(min=0, max=1, help="How different the causes siblings "
+                                                   "repair are.")] = 0.8,
+    nonstationarity: Annotated[float, typer.Option(min=0, help="Drift of sibling effects per step.")] = 0.15,
+    improvement: Annotated[float, typer.Option(min=0, help="Logit gained by a task per effective group.")] = 0.25,
+    steps: Annotated[int, typer.Option(min=1)] = 20,
+    repeats: Annotated[int, typer.Option(min=1, help="Worlds averaged per figure.")] = 4,
+) -> None:
+    """Compare grpo, same_harness, random, rule and adaptive rescue on synthetic success probabilities."""
+    from unscaffold.iojson import write_json_atomic
+    from unscaffold.rescue.plot import write_simulation_plot
+    from unscaffold.rescue.simulate import Knobs, run_simulation
+
+    knobs = Knobs(locality=locality, complementarity=complementarity, nonstationarity=nonstationarity,
+                  improvement=improvement, steps=steps, repeats=repeats)
+    result = run_simulation(knobs, seed=seed)
+    data = result.model_dump(mode="json")
+    if out is not None:
+        write_json_atomic(out / "simulation.json", data)
+        write_simulation_plot({m: r.effective_group_rate for m, r in result.methods.items()},
+                              {k: {m: [(p.value, p.effective_group_rate[m]) for p in pts] for m in result.methods}
+                               for k, pts in result.sweeps.items()}, out / "simulation.html")
+    if as_json:
+        sys.stdout.write(json.dumps(data, indent=1) + "\n")
+        return
+    table = Table(title=f"rescue simulator (seed {seed})")
+    for col in ("method", "effective group rate", "rescue success", "extra rollouts %", "final base success"):
+        table.add_column(col, justify="left" if col == "method" else "right")
+    for name, r in result.methods.items():
+        table.add_row(name, f"{r.effective_group_rate:.3f}", f"{r.rescue_success_rate:.3f}",
+                      f"{r.extra_rollout_pct:.1f}", f"{r.final_base_success:.3f}")
+    Console().print(table)
+    sweep = Table(title="adaptive > same_harness > grpo (effective group rate) as a knob moves")
+    sweep.add_column("knob")
+    for p in next(iter(result.sweeps.values())):
+        sweep.add_column(f"{p.value:g}", justify="center")
+    for knob, pts in result.sweeps.items():
+        sweep.add_row(knob, *[("holds " if p.ordering_holds else "BREAKS ")
+                              + f"{p.effective_group_rate['adaptive'] - p.effective_group_rate['same_harness']:+.3f}"
+                              for p in pts])
+    Console().print(sweep)
+    Console().print(f"ordering at these knobs: {'holds' if result.ordering_holds else 'BREAKS'}"
+                    + (f"; written to {out}" if out else ""), highlight=False)
+
+
+@rescue_app.command("pool")
+def pool_command(
+    pool: Annotated[Path, typer.Argument(help="A pool.toml, or a suite name for its shipped pool.")],
+    out: Annotated[Path, typer.Option(help="Folder to write each sibling's bank into.")],
+) -> None:
+    """Write a pool's siblings as bank folders (each runs under `unscaffold run --harness PATH`)."""
+    from unscaffold.rescue.pool import load_pool, materialise, shipped_pool
+
+    try:
+        path = pool if pool.suffix == ".toml" else shipped_pool(str(pool))
+        loaded = materialise(load_pool(path), out)
+    except UnscaffoldError as e:
+        _fail(e)
+    table = Table(title=f"pool {loaded.spec.name} ({loaded.spec.suite})")
+    for col in ("sibling", "parent", "repairs", "bank"):
+        table.add_column(col)
+    for s in loaded.spec.siblings:
+        table.add_row(s.name, s.parent, ", ".join(s.repairs), str(loaded.banks[s.name]))
+    Console().print(table)
+
+
+@rescue_app.command("train")
+def train_command(
+    suite: Annotated[str, typer.Argument(help="Suite to train on.")],
+    model: Annotated[str, typer.Option(help="A local checkpoint folder, or `tiny`.")],
+    out: Annotated[Path, typer.Option(help="Run folder: metrics.jsonl, adapter/, summary.json, metrics.html.")],
+    pool: Annotated[Path | None, typer.Option(help="pool.toml (default: the suite's shipped pool).")] = None,
+    router: Annotated[str, typer.Option(help="random, rule or adaptive.")] = "rule",
+    validation: Annotated[Path | None, typer.Option(help="Validation table JSON (rule, adaptive).")] = None,
+    profiler: Annotated[list[str] | None, typer.Option(help="Model spec writing adaptive profiles.")] = None,
+    voter: Annotated[list[str] | None, typer.Option(help="Model spec voting (default: the profilers).")] = None,
+    max_steps: Annotated[int, typer.Option(min=1)] = 10,
+    k: Annotated[int, typer.Option(min=2, help="Rollouts per task, and siblings per rescue.")] = 8,
+    tasks_per_step: Annotated[int, typer.Option(min=1)] = 1,
+    split: Annotated[str | None, typer.Option()] = "train",
+    tasks: Annotated[str | None, typer.Option(help="Comma-separated task ids.")] = None,
+    learning_rate: Annotated[float, typer.Option()] = 1e-5,
+    max_completion_length: Annotated[int, typer.Option(min=8)] = 256,
+    sandbox: Annotated[str, typer.Option(help="local, docker or none.")] = "local",
+    use_vllm: Annotated[bool, typer.Option("--use-vllm", help="Generate with vLLM (GPU).")] = False,
+    seed: Annotated[int, typer.Option()] = 42,
+) -> None:
+    """Rescue GRPO: all-fail groups are re-sampled under router-picked siblings (TRL GRPOTrainer)."""
+    from pydantic import ValidationError
+
+    from unscaffold.iojson import validation_error
+    from unscaffold.rescue.train import RescueTrainConfig, train
+
+    try:
+        try:
+            config = RescueTrainConfig(
+                suite=suite, model=model, out=out, pool=pool, router=router, validation=validation,
+                profilers=profiler or [], voters=voter or [], max_steps=max_steps, k=k, tasks_per_step=tasks_per_step,
+                split=split, task_ids=[t for t in tasks.split(",") if t] if tasks else None,
+                learning_rate=learning_rate, max_completion_length=max_completion_length, sandbox=sandbox,
+                use_vllm=use_vllm, seed=seed)
+        except ValidationError as e:
+            raise validation_error("options", e) from None
+        summary = train(config)
+    except UnscaffoldError as e:
+        _fail(e)
+    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    table = Table(title=f"rescue GRPO on {suite} ({summary['router']} router)")
+    for col in ("step", "effective groups", "GRPO would have", "rescued", "rescue success", "rollouts",
+                "extra %", "prefers base"):
+        table.add_column(col, justify="right")
+    for m in lines:
+        table.add_row(str(m["step"]), f"{m['effective_group_rate']:.2f}", f"{m['base_effective_group_rate']:.2f}",
+                      str(m["rescued_groups"]), f"{m['rescue_success_rate']:.2f}", str(m["rollouts"]),
+                      f"{m['extra_rollout_pct']:.0f}", f"{m['base_preferred_rate']:.2f}")
+    Console().print(table)
+    Console().print(f"{summary['steps']} steps, effective group rate {summary['effective_group_rate']:.3f} "
+                    f"(plain GRPO {summary['base_effective_group_rate']:.3f}), {summary['rescued_groups']} rescued, "
+                    f"+{summary['extra_rollout_pct']:.1f}% rollouts; adapter: {out / 'adapter'}; "
+                    f"plot: {out / 'metrics.html'}", highlight=False)
