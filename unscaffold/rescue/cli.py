@@ -148,3 +148,79 @@ def train_command(
                     f"(plain GRPO {summary['base_effective_group_rate']:.3f}), {summary['rescued_groups']} rescued, "
                     f"+{summary['extra_rollout_pct']:.1f}% rollouts; adapter: {out / 'adapter'}; "
                     f"plot: {out / 'metrics.html'}", highlight=False)
+
+
+@rescue_app.command("route")
+def route_command(
+    suite: Annotated[str, typer.Argument(help="Suite to run.")],
+    student: Annotated[str, typer.Option(help="Model spec or `oracle`.")],
+    out: Annotated[Path, typer.Option(help="Run folder: results.json, routing.json, by-harness/NAME runs.")],
+    pool: Annotated[Path | None, typer.Option(help="pool.toml (default: the suite's shipped pool).")] = None,
+    router: Annotated[str, typer.Option(help="random, rule or adaptive.")] = "rule",
+    validation: Annotated[Path | None, typer.Option(help="Validation table JSON (rule, adaptive).")] = None,
+    profiler: Annotated[list[str] | None, typer.Option(help="Model spec writing adaptive profiles.")] = None,
+    voter: Annotated[list[str] | None, typer.Option(help="Model spec voting (default: the profilers).")] = None,
+    split: Annotated[str | None, typer.Option()] = None,
+    tasks: Annotated[str | None, typer.Option(help="Comma-separated task ids.")] = None,
+    trials: Annotated[int, typer.Option(min=1)] = 1,
+    concurrency: Annotated[int, typer.Option(min=1)] = 1,
+    sandbox: Annotated[str, typer.Option(help="local, docker or none.")] = "local",
+    seed: Annotated[int, typer.Option()] = 0,
+) -> None:
+    """Rank-1 routing: each task runs under the harness the router ranks first."""
+    from unscaffold.collect.models import RunConfig
+    from unscaffold.rescue.pool import load_pool, materialise, shipped_pool
+    from unscaffold.rescue.route import run_routed
+    from unscaffold.rescue.routers import load_router
+    from unscaffold.rescue.validation import load_table
+
+    try:
+        if sandbox not in ("local", "docker", "none"):
+            raise UnscaffoldError(f"--sandbox: unknown kind {sandbox!r}; use local, docker or none")
+        loaded = materialise(load_pool(pool or shipped_pool(suite)), out / "pool")
+        chooser = load_router(router, loaded.names, load_table(validation) if validation else None, seed=seed,
+                              profilers=profiler, voters=voter)
+        config = RunConfig(suite=suite, student=student, out=out, split=split, trials=trials,
+                           task_ids=[t for t in tasks.split(",") if t] if tasks else None,
+                           concurrency=concurrency, sandbox=sandbox)  # type: ignore[arg-type]
+        summary = run_routed(config, loaded, chooser)
+    except UnscaffoldError as e:
+        _fail(e)
+    table = Table(title=f"{suite}: rank-1 routing ({summary['router']} router)")
+    table.add_column("task")
+    table.add_column("harness")
+    table.add_column("reward", justify="right")
+    for tid, harness in sorted(summary["harness_per_task"].items()):
+        table.add_row(tid, harness, f"{summary['per_task'].get(tid, 0.0):.2f}")
+    Console().print(table)
+    Console().print(f"pass@1 {summary['pass_at_1']:.2f}% over {summary['n_tasks']} tasks; "
+                    f"results: {out / 'results.json'}", highlight=False)
+
+
+@rescue_app.command("validation")
+def validation_command(
+    suite: Annotated[str, typer.Argument(help="The suite the runs are of.")],
+    run: Annotated[list[str], typer.Option(help="HARNESS=RUN_DIR: a run of the validation tasks under `base` or "
+                                           "a sibling (repeat the option).")],
+    out: Annotated[Path, typer.Option(help="Validation table JSON to write (--validation of train and route).")],
+) -> None:
+    """Join validation runs (one per harness) into the table the rule and adaptive routers read."""
+    from unscaffold.benchmarks import load_suite
+    from unscaffold.errors import InputError
+    from unscaffold.iojson import write_json_atomic
+    from unscaffold.rescue.validation import table_from_runs
+
+    try:
+        runs = {}
+        for item in run:
+            name, sep, path = item.partition("=")
+            if not sep or not name or not path:
+                raise InputError("--run", None, f"{item!r}: expected HARNESS=RUN_DIR")
+            runs[name] = Path(path)
+        tasks = [t for split in load_suite(suite).splits() for t in load_suite(suite).tasks(split)]
+        table = table_from_runs(runs, {t.id: t.instruction for t in tasks}, {t.id: t.split for t in tasks})
+    except UnscaffoldError as e:
+        _fail(e)
+    write_json_atomic(out, table.model_dump(mode="json"))
+    Console().print(f"{len(table.tasks)} validation tasks x {len(table.harnesses())} harnesses -> {out}",
+                    highlight=False)
