@@ -141,3 +141,29 @@ def test_rescue_train_bad_input_is_one_line() -> None:
     result = CliRunner().invoke(app, ["rescue", "train", "appworld_lite", "--model", "tiny", "--router", "best",
                                       "--out", "/tmp/unused-rescue-run"])
     assert result.exit_code == 2 and "options: router: Input should be 'random', 'rule' or 'adaptive'" in result.output
+
+
+@needs_bwrap
+def test_rule_router_reanchors_on_the_current_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At every step the checkpoint runs the validation task under base and each sibling, and the rule
+    router learns from those runs instead of the table it started with."""
+    monkeypatch.setenv("UNSCAFFOLD_CACHE", str(tmp_path / "cache"))
+    val = load_suite("appworld_lite").tasks("train")[-1]
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"tasks": [{"task_id": val.id, "text": val.instruction,
+                                            "rewards": {"base": [0.0], "submit-guard": [1.0]}}]}))
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, [
+        "rescue", "train", "appworld_lite", "--model", "tiny", "--pool", str(_write(tmp_path)), "--router", "rule",
+        "--validation", str(table), "--max-steps", "2", "--k", "2", "--max-completion-length", "16",
+        "--reanchor-every", "1", "--reanchor-tasks", val.id, "--reanchor-max-turns", "1",
+        "--reanchor-max-new-tokens", "8", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [line["router_anchors"] for line in lines] == [1, 2]  # step 2 routed with the step-1 re-anchoring
+    assert [line["rescue_harnesses"] for line in lines][0] == ["submit-guard", "docs-first"]
+    for step in (1, 2):
+        runs = out / "reanchor" / f"step-{step}"
+        assert sorted(p.name for p in runs.iterdir()) == ["base", "docs-first", "submit-guard"]
+        assert (runs / "base" / "trials" / val.id / "result.json").is_file()
+        assert (out / "checkpoints" / f"step-{step}" / "adapter_config.json").is_file()

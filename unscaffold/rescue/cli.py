@@ -114,6 +114,12 @@ def train_command(
     sandbox: Annotated[str, typer.Option(help="local, docker or none.")] = "local",
     use_vllm: Annotated[bool, typer.Option("--use-vllm", help="Generate with vLLM (GPU).")] = False,
     seed: Annotated[int, typer.Option()] = 42,
+    reanchor_every: Annotated[int | None, typer.Option(min=1, help="Steps between re-anchorings of the router "
+                                                       "on the current policy's validation runs.")] = None,
+    reanchor_tasks: Annotated[str | None, typer.Option(help="Comma-separated validation task ids.")] = None,
+    reanchor_split: Annotated[str | None, typer.Option(help="Split of the validation task ids.")] = None,
+    reanchor_max_turns: Annotated[int, typer.Option(min=1)] = 10,
+    reanchor_max_new_tokens: Annotated[int, typer.Option(min=1, help="Tokens per validation turn.")] = 512,
 ) -> None:
     """Rescue GRPO: all-fail groups are re-sampled under router-picked siblings (TRL GRPOTrainer)."""
     from pydantic import ValidationError
@@ -128,7 +134,10 @@ def train_command(
                 profilers=profiler or [], voters=voter or [], max_steps=max_steps, k=k, tasks_per_step=tasks_per_step,
                 split=split, task_ids=[t for t in tasks.split(",") if t] if tasks else None,
                 learning_rate=learning_rate, max_completion_length=max_completion_length, sandbox=sandbox,
-                use_vllm=use_vllm, seed=seed)
+                use_vllm=use_vllm, seed=seed, reanchor_every=reanchor_every,
+                reanchor_tasks=[t for t in reanchor_tasks.split(",") if t] if reanchor_tasks else [],
+                reanchor_split=reanchor_split, reanchor_max_turns=reanchor_max_turns,
+                reanchor_max_new_tokens=reanchor_max_new_tokens)
         except ValidationError as e:
             raise validation_error("options", e) from None
         summary = train(config)

@@ -71,6 +71,12 @@ class RuleRouter:
 
     def __init__(self, siblings: list[str], table: ValidationTable, neighbours: int = NEIGHBOURS) -> None:
         self.siblings, self.table, self.neighbours = list(siblings), table, neighbours
+        self.anchors = 1
+
+    def reanchor(self, table: ValidationTable) -> None:
+        """Learn from the current policy's validation runs instead of the earlier ones."""
+        self.table = table
+        self.anchors += 1
 
     def nearest(self, task: TaskView) -> list[str]:
         scored = sorted((-similarity(task.text, t.text), t.task_id) for t in self.table.tasks

@@ -52,6 +52,11 @@ class RescueTrainConfig(BaseModel):
     sandbox: Literal["local", "docker", "none"] = "local"
     command_timeout_s: float = 60.0
     seed: int = 42
+    reanchor_every: int | None = Field(None, ge=1, description="steps between re-anchorings of the router")
+    reanchor_tasks: list[str] = Field(default_factory=list, description="validation task ids the checkpoint runs")
+    reanchor_split: str | None = Field(None, description="the split the validation task ids come from")
+    reanchor_max_turns: int = Field(10, ge=1)
+    reanchor_max_new_tokens: int = Field(512, ge=1)
 
 
 def resolve_model(spec: str) -> Path:
@@ -88,6 +93,7 @@ class MetricsRecorder:
                 "base_preferred_rate": sum(base_pref) / len(base_pref) if base_pref else 0.0,
                 "trained_tokens": int(tokens),
                 "rescue_harnesses": [h for o in outcomes for h in o.harnesses],
+                "router_anchors": getattr(self.router, "anchors", 0),
                 "mean_reward": sum(sum(o.rewards) for o in outcomes) / max(sum(len(o.rewards) for o in outcomes), 1),
                 "wall_s": round(time.monotonic() - self.t0, 2)}
         append_jsonl(self.path, line)
@@ -158,6 +164,8 @@ def train(config: RescueTrainConfig) -> dict[str, Any]:
                                                              "task_id": t.id} for t in tasks],
                            pick=lambda task_id, k: pick(router, views[task_id], k), rescue_row=rescue_row,
                            record=recorder)
+    if config.reanchor_every:
+        trainer.add_callback(reanchor_callback(config, suite, harnesses, router, model_path))
     t0 = time.monotonic()
     trainer.train()
     trainer.save_model(str(config.out / "adapter"))
@@ -168,6 +176,38 @@ def train(config: RescueTrainConfig) -> dict[str, Any]:
 
     write_training_plot(recorder.lines, config.out / "metrics.html")
     return summary
+
+
+def reanchor_callback(config: RescueTrainConfig, suite: Any, harnesses: dict[str, Any], router: Router,
+                      model_path: Path) -> Any:
+    """Every `reanchor_every` steps: save the adapter, run the validation tasks with it, re-anchor the router."""
+    from transformers import TrainerCallback
+
+    from unscaffold.rescue.reanchor import Reanchor
+
+    if not hasattr(router, "reanchor"):
+        raise InputError("--reanchor-every", None, f"the {router.name} router does not learn from validation runs")
+    if not config.reanchor_tasks:
+        raise InputError("--reanchor-tasks", None, "re-anchoring needs validation task ids")
+    known = {t.id: t for t in suite.tasks(config.reanchor_split)}
+    unknown = [t for t in config.reanchor_tasks if t not in known]
+    if unknown:
+        raise InputError("--reanchor-tasks", None, f"unknown task id(s) {', '.join(unknown)}")
+    runner = Reanchor(suite=suite, tasks=[known[t] for t in config.reanchor_tasks], harnesses=harnesses,
+                      model_path=model_path, out=config.out / "reanchor", sandbox=config.sandbox,
+                      max_turns=config.reanchor_max_turns, max_new_tokens=config.reanchor_max_new_tokens,
+                      command_timeout_s=config.command_timeout_s)
+    runner.check()
+
+    class ReanchorCallback(TrainerCallback):
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if state.global_step % (config.reanchor_every or 1):
+                return
+            checkpoint = config.out / "checkpoints" / f"step-{state.global_step}"
+            kwargs["model"].save_pretrained(str(checkpoint))
+            router.reanchor(runner.run(state.global_step, checkpoint))  # type: ignore[attr-defined]
+
+    return ReanchorCallback()
 
 
 def make_trainer(config: RescueTrainConfig, model_path: Path, factories: dict[str, Any], rows: list[dict[str, Any]],
