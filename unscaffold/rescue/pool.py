@@ -198,7 +198,8 @@ def materialise(pool: Pool, out: Path) -> Pool:
     out = Path(out)
     stamp = out / ".fingerprint"
     current = fingerprint(pool)
-    fresh = stamp.is_file() and stamp.read_text() == current
+    fresh = (stamp.is_file() and stamp.read_text() == current
+             and all((out / s.name).is_dir() for s in pool.spec.siblings if s.edit is not None))
     banks: dict[str, Path] = {}
     for i, s in enumerate(pool.spec.siblings):
         if s.bank is not None:
@@ -225,10 +226,3 @@ def materialise(pool: Pool, out: Path) -> Pool:
         out.mkdir(parents=True, exist_ok=True)
         stamp.write_text(current)
     return pool.model_copy(update={"banks": banks})
-
-
-def default_build_dir(pool: Pool) -> Path:
-    import os
-
-    root = Path(os.environ.get("UNSCAFFOLD_CACHE") or Path.home() / ".cache" / "unscaffold")
-    return root / "pools" / f"{pool.spec.name}-{fingerprint(pool)}"
