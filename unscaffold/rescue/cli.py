@@ -140,7 +140,18 @@ def train_command(
                 reanchor_max_new_tokens=reanchor_max_new_tokens)
         except ValidationError as e:
             raise validation_error("options", e) from None
-        summary = train(config)
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                       console=Console(stderr=True))
+        job = bar.add_task("rescue GRPO steps", total=max_steps)
+
+        def step(line: dict) -> None:
+            bar.update(job, advance=1, description=f"rescue GRPO steps (effective groups "
+                                                   f"{line['effective_group_rate']:.2f})")
+
+        with bar:
+            summary = train(config, progress=step)
     except UnscaffoldError as e:
         _fail(e)
     lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -74,8 +75,9 @@ def resolve_model(spec: str) -> Path:
 class MetricsRecorder:
     """One line of metrics.jsonl per step, from the settled groups and their trained tokens."""
 
-    def __init__(self, path: Path, router: Router, tasks: dict[str, TaskView], success: float) -> None:
-        self.path, self.router, self.tasks, self.success = path, router, tasks, success
+    def __init__(self, path: Path, router: Router, tasks: dict[str, TaskView], success: float,
+                 progress: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.path, self.router, self.tasks, self.success, self.progress = path, router, tasks, success, progress
         self.step = 0
         self.lines: list[dict[str, Any]] = []
         self.t0 = time.monotonic()
@@ -98,6 +100,8 @@ class MetricsRecorder:
                 "wall_s": round(time.monotonic() - self.t0, 2)}
         append_jsonl(self.path, line)
         self.lines.append(line)
+        if self.progress:
+            self.progress(line)
 
 
 def build_router(config: RescueTrainConfig, siblings: list[str]) -> Router:
@@ -111,7 +115,7 @@ def build_router(config: RescueTrainConfig, siblings: list[str]) -> Router:
                        voters=config.voters)
 
 
-def train(config: RescueTrainConfig) -> dict[str, Any]:
+def train(config: RescueTrainConfig, progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Run rescue GRPO; returns the summary also written to OUT/summary.json."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from unscaffold.benchmarks import load_suite
@@ -159,11 +163,14 @@ def train(config: RescueTrainConfig) -> dict[str, Any]:
 
     metrics_path = config.out / METRICS
     metrics_path.unlink(missing_ok=True)  # a new run: metrics describe this run only
-    recorder = MetricsRecorder(metrics_path, router, views, config.success)
+    recorder = MetricsRecorder(metrics_path, router, views, config.success, progress)
     trainer = make_trainer(config, model_path, factories, [{"prompt": prompt("base", t.id), "environment": "base",
                                                              "task_id": t.id} for t in tasks],
                            pick=lambda task_id, k: pick(router, views[task_id], k), rescue_row=rescue_row,
                            record=recorder)
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)  # metrics.jsonl and the caller's progress report instead
     if config.reanchor_every:
         trainer.add_callback(reanchor_callback(config, suite, harnesses, router, model_path))
     t0 = time.monotonic()
