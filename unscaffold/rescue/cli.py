@@ -17,6 +17,11 @@ rescue_app = typer.Typer(add_completion=False, no_args_is_help=True,
                          help="Harness-S: sibling-harness rescue RL (simulate, pool, train).")
 
 
+def default_router(router: str | None, validation: Path | None) -> str:
+    """The validation-rule router where validation runs exist (the public default), else random."""
+    return router or ("rule" if validation else "random")
+
+
 def _fail(e: Exception) -> None:
     from unscaffold.cli import fail
 
@@ -100,7 +105,8 @@ def train_command(
     model: Annotated[str, typer.Option(help="A local checkpoint folder, or `tiny`.")],
     out: Annotated[Path, typer.Option(help="Run folder: metrics.jsonl, adapter/, summary.json, metrics.html.")],
     pool: Annotated[Path | None, typer.Option(help="pool.toml (default: the suite's shipped pool).")] = None,
-    router: Annotated[str, typer.Option(help="random, rule or adaptive.")] = "rule",
+    router: Annotated[str | None, typer.Option(help="random, rule or adaptive (default: rule with --validation, "
+                                               "else random).")] = None,
     validation: Annotated[Path | None, typer.Option(help="Validation table JSON (rule, adaptive).")] = None,
     profiler: Annotated[list[str] | None, typer.Option(help="Model spec writing adaptive profiles.")] = None,
     voter: Annotated[list[str] | None, typer.Option(help="Model spec voting (default: the profilers).")] = None,
@@ -130,7 +136,8 @@ def train_command(
     try:
         try:
             config = RescueTrainConfig(
-                suite=suite, model=model, out=out, pool=pool, router=router, validation=validation,
+                suite=suite, model=model, out=out, pool=pool, router=default_router(router, validation),
+                validation=validation,
                 profilers=profiler or [], voters=voter or [], max_steps=max_steps, k=k, tasks_per_step=tasks_per_step,
                 split=split, task_ids=[t for t in tasks.split(",") if t] if tasks else None,
                 learning_rate=learning_rate, max_completion_length=max_completion_length, sandbox=sandbox,
@@ -176,7 +183,8 @@ def route_command(
     student: Annotated[str, typer.Option(help="Model spec or `oracle`.")],
     out: Annotated[Path, typer.Option(help="Run folder: results.json, routing.json, by-harness/NAME runs.")],
     pool: Annotated[Path | None, typer.Option(help="pool.toml (default: the suite's shipped pool).")] = None,
-    router: Annotated[str, typer.Option(help="random, rule or adaptive.")] = "rule",
+    router: Annotated[str | None, typer.Option(help="random, rule or adaptive (default: rule with --validation, "
+                                               "else random).")] = None,
     validation: Annotated[Path | None, typer.Option(help="Validation table JSON (rule, adaptive).")] = None,
     profiler: Annotated[list[str] | None, typer.Option(help="Model spec writing adaptive profiles.")] = None,
     voter: Annotated[list[str] | None, typer.Option(help="Model spec voting (default: the profilers).")] = None,
@@ -198,7 +206,8 @@ def route_command(
         if sandbox not in ("local", "docker", "none"):
             raise UnscaffoldError(f"--sandbox: unknown kind {sandbox!r}; use local, docker or none")
         loaded = materialise(load_pool(pool or shipped_pool(suite)), out / "pool")
-        chooser = load_router(router, loaded.names, load_table(validation) if validation else None, seed=seed,
+        table = load_table(validation) if validation else None
+        chooser = load_router(default_router(router, validation), loaded.names, table, seed=seed,
                               profilers=profiler, voters=voter)
         config = RunConfig(suite=suite, student=student, out=out, split=split, trials=trials,
                            task_ids=[t for t in tasks.split(",") if t] if tasks else None,

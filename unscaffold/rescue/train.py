@@ -29,7 +29,7 @@ class RescueTrainConfig(BaseModel):
     model: str = Field(description="a local checkpoint folder, or `tiny` (the offline test model)")
     out: Path
     pool: Path | None = Field(None, description="pool.toml (default: the one shipped for the suite)")
-    router: Literal["random", "rule", "adaptive"] = "rule"
+    router: Literal["random", "rule", "adaptive"] = "random"
     validation: Path | None = Field(None, description="validation table JSON for rule and adaptive routers")
     profilers: list[str] = Field(default_factory=list, description="model specs writing the adaptive profiles")
     voters: list[str] = Field(default_factory=list, description="model specs voting (default: the profilers)")
