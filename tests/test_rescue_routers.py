@@ -88,6 +88,7 @@ def test_adaptive_router_profiles_votes_and_reanchors(tmp_path: Path) -> None:
     router.voters = [AdaptiveRouter.from_specs(SIBLINGS, ValidationTable(tasks=[]), [], [f"replay:{empty}"]).voters[0]]
     task = TaskView(task_id="u", text="count all songs in my library")
     assert router.rank(task) == RuleRouter(SIBLINGS, table()).rank(task)
+    assert router.rank(task) == RuleRouter(SIBLINGS, table()).rank(task)  # held until re-anchoring: no new vote
     assert router.invalid_votes == 1
     router.profilers = []
     router.reanchor(ValidationTable(tasks=table().tasks[:1]))

@@ -128,6 +128,7 @@ class AdaptiveRouter:
         """Rewrite every profile from this table (the current policy's validation runs)."""
         self.table = table
         self.fallback = RuleRouter(self.siblings, table)
+        self._rankings: dict[str, list[str]] = {}  # a task's ranking holds until the next re-anchoring
         self.profiles: dict[str, Profile] = {}
         for sibling in self.siblings:
             pairs = paired_examples(table, sibling)
@@ -144,6 +145,11 @@ class AdaptiveRouter:
         self.anchors += 1
 
     def rank(self, task: TaskView) -> list[str]:
+        if task.task_id not in self._rankings:
+            self._rankings[task.task_id] = self._vote(task)
+        return list(self._rankings[task.task_id])
+
+    def _vote(self, task: TaskView) -> list[str]:
         candidates = [BASE, *self.siblings]
         points = dict.fromkeys(candidates, 0)
         valid = 0
