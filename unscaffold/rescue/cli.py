@@ -17,6 +17,15 @@ rescue_app = typer.Typer(add_completion=False, no_args_is_help=True,
                          help="Harness-S: sibling-harness rescue RL (simulate, pool, train).")
 
 
+# The pool and router options `train` and `route` share.
+PoolOption = Annotated[Path | None, typer.Option(help="pool.toml (default: the suite's shipped pool).")]
+RouterOption = Annotated[str | None, typer.Option(help="random, rule or adaptive (default: rule with --validation, "
+                                                  "else random).")]
+ValidationOption = Annotated[Path | None, typer.Option(help="Validation table JSON (rule, adaptive).")]
+ModelsOption = Annotated[list[str] | None, typer.Option(help="Model spec writing adaptive profiles (repeat).")]
+VotersOption = Annotated[list[str] | None, typer.Option(help="Model spec voting (default: the profilers).")]
+
+
 def default_router(router: str | None, validation: Path | None) -> str:
     """The validation-rule router where validation runs exist (the public default), else random."""
     return router or ("rule" if validation else "random")
@@ -104,12 +113,11 @@ def train_command(
     suite: Annotated[str, typer.Argument(help="Suite to train on.")],
     model: Annotated[str, typer.Option(help="A local checkpoint folder, or `tiny`.")],
     out: Annotated[Path, typer.Option(help="Run folder: metrics.jsonl, adapter/, summary.json, metrics.html.")],
-    pool: Annotated[Path | None, typer.Option(help="pool.toml (default: the suite's shipped pool).")] = None,
-    router: Annotated[str | None, typer.Option(help="random, rule or adaptive (default: rule with --validation, "
-                                               "else random).")] = None,
-    validation: Annotated[Path | None, typer.Option(help="Validation table JSON (rule, adaptive).")] = None,
-    profiler: Annotated[list[str] | None, typer.Option(help="Model spec writing adaptive profiles.")] = None,
-    voter: Annotated[list[str] | None, typer.Option(help="Model spec voting (default: the profilers).")] = None,
+    pool: PoolOption = None,
+    router: RouterOption = None,
+    validation: ValidationOption = None,
+    profiler: ModelsOption = None,
+    voter: VotersOption = None,
     max_steps: Annotated[int, typer.Option(min=1)] = 10,
     k: Annotated[int, typer.Option(min=2, help="Rollouts per task, and siblings per rescue.")] = 8,
     tasks_per_step: Annotated[int, typer.Option(min=1)] = 1,
@@ -182,12 +190,11 @@ def route_command(
     suite: Annotated[str, typer.Argument(help="Suite to run.")],
     student: Annotated[str, typer.Option(help="Model spec or `oracle`.")],
     out: Annotated[Path, typer.Option(help="Run folder: results.json, routing.json, by-harness/NAME runs.")],
-    pool: Annotated[Path | None, typer.Option(help="pool.toml (default: the suite's shipped pool).")] = None,
-    router: Annotated[str | None, typer.Option(help="random, rule or adaptive (default: rule with --validation, "
-                                               "else random).")] = None,
-    validation: Annotated[Path | None, typer.Option(help="Validation table JSON (rule, adaptive).")] = None,
-    profiler: Annotated[list[str] | None, typer.Option(help="Model spec writing adaptive profiles.")] = None,
-    voter: Annotated[list[str] | None, typer.Option(help="Model spec voting (default: the profilers).")] = None,
+    pool: PoolOption = None,
+    router: RouterOption = None,
+    validation: ValidationOption = None,
+    profiler: ModelsOption = None,
+    voter: VotersOption = None,
     split: Annotated[str | None, typer.Option()] = None,
     tasks: Annotated[str | None, typer.Option(help="Comma-separated task ids.")] = None,
     trials: Annotated[int, typer.Option(min=1)] = 1,
