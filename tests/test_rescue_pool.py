@@ -1,0 +1,68 @@
+"""Sibling pools: the pool file, materialised variants that load as banks, and bad input."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from unscaffold.errors import InputError
+from unscaffold.knowledge.bank import load_bank
+from unscaffold.rescue.pool import dump_toml, load_pool, materialise, shipped_pool
+
+
+@pytest.mark.parametrize("suite", ["spreadsheet", "appworld_lite"])
+def test_shipped_pool_materialises_into_banks(suite: str, tmp_path: Path) -> None:
+    pool = materialise(load_pool(shipped_pool(suite)), tmp_path / "pool")
+    assert len(pool.banks) == 6
+    for sibling in pool.spec.siblings:
+        bank = load_bank(pool.banks[sibling.name])
+        ids = {f"tool:{t.name}" for t in bank.manifest.tools} | {f"check:{c.name}" for c in bank.manifest.checks} \
+            | {f"skill:{s.name}" for s in bank.manifest.skills} | {f"memory:{m.name}" for m in bank.manifest.memory}
+        assert sibling.edit is not None
+        assert ids == set(sibling.edit.keep) | {f"{a.kind}:{a.name}" for a in sibling.edit.add}
+        assert 2 <= len(sibling.repairs) <= 3
+
+
+def test_variant_edit_drops_a_remedy_whose_tool_is_gone(tmp_path: Path) -> None:
+    pool = materialise(load_pool(shipped_pool("spreadsheet")), tmp_path / "pool")
+    guarded = load_bank(pool.banks["guarded-write"])
+    check = next(c for c in guarded.manifest.checks if c.name == "prefilled_guard")
+    assert check.transcript_rule is not None and check.transcript_rule.remedy is None
+    both = load_bank(pool.banks["guarded-verify"])
+    check = next(c for c in both.manifest.checks if c.name == "prefilled_guard")
+    assert check.transcript_rule is not None and check.transcript_rule.remedy.tool == "verify_output"
+    added = load_bank(pool.banks["loop-breaker"])
+    assert [s.name for s in added.manifest.skills] == ["step-back"]
+    assert "Step back after repeated failures" in added.path(added.manifest.skills[0].path).read_text()
+
+
+def test_toml_writer_round_trips() -> None:
+    table = {"a": "x\"y\n", "b": [1, 2.5, True], "c": [{"k": {"z": "w"}}], "d": None}
+    assert tomllib.loads(dump_toml(table)) == {k: v for k, v in table.items() if v is not None}
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "pool.toml"
+    path.write_text(text)
+    return path
+
+
+HEAD = 'name = "p"\nsuite = "appworld_lite"\n'
+
+
+def test_pool_errors_name_file_and_field(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"pool.toml: siblings.0: .*exactly one of `bank` and `edit`"):
+        load_pool(write(tmp_path, HEAD + '[[siblings]]\nname = "a"\nparent = "base"\nrepairs = ["x"]\n'))
+    with pytest.raises(InputError, match=r"siblings.0.parent: unknown parent 'zz'"):
+        load_pool(write(tmp_path, HEAD + '[[siblings]]\nname = "a"\nparent = "zz"\nrepairs = ["x"]\nbank = "b"\n'))
+    with pytest.raises(InputError, match=r"siblings.1.name: duplicate name 'a'"):
+        load_pool(write(tmp_path, HEAD + '[[siblings]]\nname = "a"\nparent = "base"\nrepairs = ["x"]\nbank = "b"\n'
+                        '[[siblings]]\nname = "a"\nparent = "base"\nrepairs = ["x"]\nbank = "b"\n'))
+    pool = load_pool(write(tmp_path, HEAD + '[[siblings]]\nname = "a"\nparent = "base"\nrepairs = ["x"]\n'
+                           '[siblings.edit]\nsource = "hstar"\nkeep = ["tool:nope"]\n'))
+    with pytest.raises(InputError, match=r"siblings.0.edit.keep.0: 'tool:nope' is not a component of"):
+        materialise(pool, tmp_path / "out")
+    with pytest.raises(InputError, match=r"no pool ships for suite 'harbor'"):
+        shipped_pool("harbor")

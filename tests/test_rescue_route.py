@@ -1,0 +1,63 @@
+"""Validation tables from real runs, and rank-1 routing at inference."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from tests.conftest import needs_bwrap
+from unscaffold.benchmarks import load_suite
+from unscaffold.cli import app
+
+
+def tasks(split: str, n: int) -> list[str]:
+    return [t.id for t in load_suite("appworld_lite").tasks(split)[:n]]
+
+
+@needs_bwrap
+def test_validation_table_then_rank_one_routing(tmp_path: Path, write_replay) -> None:
+    train = tasks("train", 2)
+    runner = CliRunner()
+    pool = tmp_path / "pool"
+    assert runner.invoke(app, ["rescue", "pool", "appworld_lite", "--out", str(pool)]).exit_code == 0
+    # base fails every validation task (a replay that gives up), the sibling docs-first passes them (oracle)
+    give_up = write_replay({"*": [{"content": "I cannot do this."}]})
+    for name, student, harness in (("base", give_up, "minimal"), ("docs-first", "oracle", str(pool / "docs-first"))):
+        result = runner.invoke(app, ["run", "appworld_lite", "--student", student, "--harness", harness,
+                                     "--tasks", ",".join(train), "--out", str(tmp_path / name)])
+        assert result.exit_code == 0, result.output
+    table_path = tmp_path / "table.json"
+    result = runner.invoke(app, ["rescue", "validation", "appworld_lite", "--run", f"base={tmp_path / 'base'}",
+                                 "--run", f"docs-first={tmp_path / 'docs-first'}", "--out", str(table_path)])
+    assert result.exit_code == 0, result.output
+    table = json.loads(table_path.read_text())
+    assert [t["task_id"] for t in table["tasks"]] == sorted(train)
+    assert table["tasks"][0]["rewards"] == {"base": [0.0], "docs-first": [1.0]}
+    assert table["tasks"][0]["transcripts"]["base"] == ""  # the replay ran no command
+    assert table["tasks"][0]["transcripts"]["docs-first"].startswith("$ ")
+
+    out = tmp_path / "routed"
+    test_ids = tasks("test", 2)
+    result = runner.invoke(app, ["rescue", "route", "appworld_lite", "--student", "oracle", "--router", "rule",
+                                 "--validation", str(table_path), "--tasks", ",".join(test_ids), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "results.json").read_text())
+    assert summary["harness_per_task"] == dict.fromkeys(test_ids, "docs-first")
+    assert summary["pass_at_1"] == 100.0 and summary["harness"].startswith("route:")
+    assert sorted(p.name for p in (out / "by-harness").iterdir()) == ["docs-first"]
+    rankings = json.loads((out / "routing.json").read_text())["rankings"]
+    assert rankings[test_ids[0]][:2] == ["docs-first", "base"]
+
+
+def test_validation_refuses_test_tasks(tmp_path: Path) -> None:
+    trial = tmp_path / "run" / "trials" / "x"
+    trial.mkdir(parents=True)
+    test_id = tasks("test", 1)[0]
+    (trial / "result.json").write_text(json.dumps({"trial_id": "x", "task_id": test_id, "reward": 1.0,
+                                                   "exit_status": "submitted", "started_at": "", "ended_at": ""}))
+    result = CliRunner().invoke(app, ["rescue", "validation", "appworld_lite", "--run", f"base={tmp_path / 'run'}",
+                                      "--out", str(tmp_path / "t.json")])
+    assert result.exit_code == 2
+    assert f"task_id: {test_id} is a test task; test tasks never feed a router" in result.output

@@ -1,0 +1,95 @@
+"""Routers on a fixed validation table: random, rule (nearest validation tasks), adaptive (LLM votes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from unscaffold.rescue.profiles import AdaptiveRouter
+from unscaffold.rescue.routers import RandomRouter, RuleRouter, TaskView, pick, prefers_base
+from unscaffold.rescue.validation import ValidationTable, ValidationTask, similarity
+
+SIBLINGS = ["pages", "docs", "guard"]
+
+
+def table() -> ValidationTable:
+    def row(tid: str, text: str, **rates: list[float]) -> ValidationTask:
+        return ValidationTask(task_id=tid, text=text, rewards=rates,
+                              transcripts={h: f"$ cmd-{h}" for h in rates})
+
+    return ValidationTable(tasks=[
+        row("v1", "count all songs in the music library", base=[0, 0], pages=[1, 1], docs=[0, 0], guard=[0, 1]),
+        row("v2", "count all contacts who are friends", base=[0, 0], pages=[1, 0], docs=[0, 0], guard=[0, 0]),
+        row("v3", "create a playlist and add songs", base=[1, 1], pages=[0, 0], docs=[1, 0], guard=[1, 1]),
+        row("v4", "delete the note titled groceries", base=[0, 0], pages=[0, 0], docs=[1, 1], guard=[0, 0]),
+    ])
+
+
+def test_similarity_is_word_jaccard() -> None:
+    assert similarity("Count all songs", "count all SONGS") == 1.0
+    assert similarity("count all songs", "count the notes") == pytest.approx(1 / 5)
+
+
+def test_rule_router_on_fixed_table() -> None:
+    router = RuleRouter(SIBLINGS, table(), neighbours=2)
+    task = TaskView(task_id="t", text="count all songs in my library")
+    assert router.nearest(task) == ["v1", "v2"]
+    assert router.scores(task) == {"base": 0.0, "pages": 0.75, "docs": 0.0, "guard": 0.25}
+    assert router.rank(task) == ["pages", "guard", "base", "docs"]
+    assert pick(router, task, 5) == ["pages", "guard", "docs", "pages", "guard"]
+    playlist = TaskView(task_id="t2", text="create a playlist")
+    assert RuleRouter(SIBLINGS, table(), neighbours=1).rank(playlist)[0] == "base"
+    assert prefers_base(RuleRouter(SIBLINGS, table(), neighbours=1), playlist)
+
+
+def test_random_router_is_seeded_per_task() -> None:
+    a, b = RandomRouter(SIBLINGS, seed=1), RandomRouter(SIBLINGS, seed=1)
+    t1 = TaskView(task_id="x", text="")
+    assert a.rank(t1) == b.rank(t1) and sorted(a.rank(t1)) == sorted(SIBLINGS)
+    assert len({tuple(a.rank(TaskView(task_id=str(i), text=""))) for i in range(20)}) > 1
+
+
+def test_test_tasks_never_feed_a_router() -> None:
+    with pytest.raises(ValidationError, match="test tasks never feed a router"):
+        ValidationTask(task_id="x", text="", split="test", rewards={})
+
+
+def profile_call(prefer: str) -> dict:
+    return {"tool_call": {"name": "submit_profile", "arguments": {
+        "prefer": [{"when": prefer, "behavior": "pages on"}], "avoid": []}}}
+
+
+def vote(*names: str) -> dict:
+    return {"tool_call": {"name": "submit_ranking", "arguments": {"ranking": list(names)}}}
+
+
+def test_adaptive_router_profiles_votes_and_reanchors(tmp_path: Path) -> None:
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps({
+        "profile:pages": [profile_call("the task counts every item of a list")],
+        "profile:docs": [{"content": "no tool call"}, profile_call("the task deletes an entity")],
+        "profile:guard": [profile_call("a write must be read back")],
+        "vote:t": [vote("docs", "pages", "nope")],
+    }))
+    two = tmp_path / "two.json"
+    two.write_text(json.dumps({"vote:t": [vote("pages", "guard")], "*": [profile_call("x")]}))
+    router = AdaptiveRouter.from_specs(SIBLINGS, table(), [f"replay:{one}"], [f"replay:{one}", f"replay:{two}"])
+    assert router.profiles["pages"].prefer[0].when == "the task counts every item of a list"
+    assert router.profiles["docs"].prefer[0].when == "the task deletes an entity"  # second try after an error
+    # Borda over 4 candidates: pages 3 + 4 = 7, docs 4, guard 3, base 0
+    assert router.rank(TaskView(task_id="t", text="count all songs")) == ["pages", "docs", "guard", "base"]
+    assert router.anchors == 1
+    # no voter left with a valid ranking: the rule router's order stands
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"*": [{"content": "?"}] * 3}))
+    router.voters = [AdaptiveRouter.from_specs(SIBLINGS, ValidationTable(tasks=[]), [], [f"replay:{empty}"]).voters[0]]
+    task = TaskView(task_id="u", text="count all songs in my library")
+    assert router.rank(task) == RuleRouter(SIBLINGS, table()).rank(task)
+    assert router.rank(task) == RuleRouter(SIBLINGS, table()).rank(task)  # held until re-anchoring: no new vote
+    assert router.invalid_votes == 1
+    router.profilers = []
+    router.reanchor(ValidationTable(tasks=table().tasks[:1]))
+    assert router.anchors == 2 and router.profiles["pages"].prefer == []

@@ -1,0 +1,169 @@
+"""Rescue GRPO on TRL: the harness environment, the row replacement, and real steps of the tiny model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from tests.conftest import needs_bwrap
+from unscaffold.benchmarks import load_suite
+from unscaffold.cli import app
+from unscaffold.knowledge.bank import load_bank
+from unscaffold.knowledge.hstar import HStarHarness
+from unscaffold.rescue.environment import EnvironmentContext, HarnessEnvironment, environment_class
+from unscaffold.rescue.pool import load_pool, materialise
+from unscaffold.rescue.trl_rescue import replace_rows
+
+POOL = """name = "two"
+suite = "appworld_lite"
+[[siblings]]
+name = "docs-first"
+parent = "base"
+repairs = ["wrong-parameter-names", "retry-without-doc"]
+[siblings.edit]
+source = "hstar"
+keep = ["tool:api_doc", "memory:wrong-parameter-names"]
+[[siblings]]
+name = "submit-guard"
+parent = "base"
+repairs = ["never-submitted", "answer-not-passed"]
+[siblings.edit]
+source = "hstar"
+keep = ["check:complete_before_finish", "memory:finish-without-answer"]
+"""
+
+
+def test_replace_rows_repads_and_takes_rows_in_order() -> None:
+    base = {"prompt_ids": torch.tensor([[9, 1, 2], [9, 9, 3], [4, 5, 6], [9, 7, 8]]),
+            "completion_ids": torch.tensor([[1, 0], [2, 0], [3, 3], [4, 0]]),
+            "tool_mask": torch.ones(4, 2, dtype=torch.long), "advantages": torch.zeros(4),
+            "num_items_in_batch": torch.tensor(5)}
+    rescue = {"prompt_ids": torch.tensor([[1, 2, 3, 4], [9, 5, 6, 7]]),
+              "completion_ids": torch.tensor([[5, 5, 5], [6, 0, 0]]),
+              "tool_mask": torch.tensor([[1, 0, 1], [1, 1, 1]]), "advantages": torch.ones(2)}
+    out = replace_rows(base, rescue, [2, 3], pad_token_id=9)
+    assert out["prompt_ids"].tolist() == [[9, 9, 1, 2], [9, 9, 9, 3], [1, 2, 3, 4], [9, 5, 6, 7]]  # left padded
+    assert out["completion_ids"].tolist() == [[1, 0, 9], [2, 0, 9], [5, 5, 5], [6, 0, 0]]  # right padded
+    assert out["tool_mask"].tolist() == [[1, 1, 1], [1, 1, 1], [1, 0, 1], [1, 1, 1]]
+    assert out["advantages"].tolist() == [0, 0, 1, 1]
+    with pytest.raises(ValueError, match="multimodal"):
+        replace_rows({**base, "pixel_values": torch.zeros(1)}, rescue, [0], 9)
+
+
+@needs_bwrap
+def test_sibling_environment_runs_the_harness_and_the_verifier(tmp_path: Path) -> None:
+    suite = load_suite("appworld_lite")
+    pool = materialise(load_pool(_write(tmp_path)), tmp_path / "pool")
+    task = suite.tasks("train")[0]
+    env_cls = environment_class(EnvironmentContext(
+        suite=suite, tasks={task.id: task}, harness_name="docs-first",
+        harness=HStarHarness(load_bank(pool.banks["docs-first"])), work_dir=tmp_path / "work"))
+    assert issubclass(env_cls, HarnessEnvironment) and callable(env_cls.api_doc)
+    env = env_cls()
+    env.reset(task_id=task.id, prompt=[])
+    assert env.execute(command="") == ("Format error: `execute` needs one non-empty string argument `command`.")
+    assert "show_contacts" in env.api_doc(app_name="contacts")
+    assert env.get_reward() == 0.0  # nothing was done
+    env.reset(task_id=task.id)
+    for command in suite.oracle_commands(task):
+        env.execute(command=command)
+    assert env.get_reward() == 1.0
+    assert list((tmp_path / "work").iterdir()) == []  # each rollout's workspace goes away after scoring
+
+
+def _write(tmp_path: Path) -> Path:
+    path = tmp_path / "pool.toml"
+    path.write_text(POOL)
+    return path
+
+
+@needs_bwrap
+def test_rescue_train_tiny_model_rescues_and_learns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real GRPOTrainer steps: the tiny model fails every base rollout, so every group is rescued; the
+    verifier is wrapped so that rollouts under one sibling succeed, which makes the rescue groups mixed
+    and their gradients non-zero."""
+    monkeypatch.setenv("UNSCAFFOLD_CACHE", str(tmp_path / "cache"))
+    original = HarnessEnvironment.get_reward
+
+    def one_sibling_succeeds(self: HarnessEnvironment) -> float:
+        reward = original(self)
+        return 1.0 if self.context.harness_name == "submit-guard" else reward
+
+    monkeypatch.setattr(HarnessEnvironment, "get_reward", one_sibling_succeeds)
+    import unscaffold.rescue.trl_rescue as trl_rescue
+
+    rescue_prompts: list[torch.Tensor] = []
+    real_replace = trl_rescue.replace_rows
+
+    def spy(base: dict, rescue: dict, rows: list[int], pad_token_id: int) -> dict:
+        rescue_prompts.extend(rescue["prompt_ids"])
+        return real_replace(base, rescue, rows, pad_token_id)
+
+    monkeypatch.setattr(trl_rescue, "replace_rows", spy)
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["rescue", "train", "appworld_lite", "--model", "tiny", "--pool",
+                                      str(_write(tmp_path)), "--router", "random", "--max-steps", "2", "--k", "4",
+                                      "--max-completion-length", "32", "--learning-rate", "0.01", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [line["step"] for line in lines] == [1, 2]
+    for line in lines:
+        assert line["base_effective_group_rate"] == 0.0 and line["effective_group_rate"] == 1.0
+        assert (line["rescued_groups"], line["rescue_success_rate"], line["rollouts"]) == (1, 1.0, 8)
+        assert line["extra_rollout_pct"] == 100.0 and line["effective_token_share"] == 1.0
+        assert sorted(line["rescue_harnesses"]) == ["docs-first"] * 2 + ["submit-guard"] * 2
+    from safetensors.torch import load_file
+
+    weights = load_file(str(out / "adapter" / "adapter_model.safetensors"))
+    lora_b = [t for name, t in weights.items() if "lora_B" in name]
+    assert lora_b and any(float(t.abs().sum()) > 0 for t in lora_b)  # LoRA B starts at zero: it moved
+    assert json.loads((out / "summary.json").read_text())["rescued_groups"] == 2
+    # the rescue rows that train carry their sibling's context: its system prompt (memory) and its tools
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "cache" / "tiny" / "qwen3_5_think-seed0")
+    texts = [tokenizer.decode(ids) for ids in rescue_prompts]
+    assert len(texts) == 8 and all("## Lessons from earlier tasks" in t for t in texts)
+    assert sum('"name": "api_doc"' in t for t in texts) == 4
+    assert (out / "metrics.html").read_text().count("<svg") == 3
+
+
+def test_rescue_train_bad_input_is_one_line() -> None:
+    result = CliRunner().invoke(app, ["rescue", "train", "appworld_lite", "--model", "/nowhere", "--router",
+                                      "random", "--out", "/tmp/unused-rescue-run"])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1] == ("error: --model: /nowhere: not a model folder (no "
+                                                      "config.json); give a local checkpoint or `tiny`")
+    result = CliRunner().invoke(app, ["rescue", "train", "appworld_lite", "--model", "tiny", "--router", "best",
+                                      "--out", "/tmp/unused-rescue-run"])
+    assert result.exit_code == 2 and "options: router: Input should be 'random', 'rule' or 'adaptive'" in result.output
+
+
+@needs_bwrap
+def test_rule_router_reanchors_on_the_current_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At every step the checkpoint runs the validation task under base and each sibling, and the rule
+    router learns from those runs instead of the table it started with."""
+    monkeypatch.setenv("UNSCAFFOLD_CACHE", str(tmp_path / "cache"))
+    val = load_suite("appworld_lite").tasks("train")[-1]
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"tasks": [{"task_id": val.id, "text": val.instruction,
+                                            "rewards": {"base": [0.0], "submit-guard": [1.0]}}]}))
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, [
+        "rescue", "train", "appworld_lite", "--model", "tiny", "--pool", str(_write(tmp_path)), "--router", "rule",
+        "--validation", str(table), "--max-steps", "2", "--k", "2", "--max-completion-length", "16",
+        "--reanchor-every", "1", "--reanchor-tasks", val.id, "--reanchor-max-turns", "1",
+        "--reanchor-max-new-tokens", "8", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [line["router_anchors"] for line in lines] == [1, 2]  # step 2 routed with the step-1 re-anchoring
+    assert [line["rescue_harnesses"] for line in lines][0] == ["submit-guard", "docs-first"]
+    for step in (1, 2):
+        runs = out / "reanchor" / f"step-{step}"
+        assert sorted(p.name for p in runs.iterdir()) == ["base", "docs-first", "submit-guard"]
+        assert (runs / "base" / "trials" / val.id / "result.json").is_file()
+        assert (out / "checkpoints" / f"step-{step}" / "adapter_config.json").is_file()

@@ -1,0 +1,1 @@
+"""Harness-S: sibling-harness rescue RL (pool, routers, rescue groups, objective, simulator, trainer)."""

@@ -1,0 +1,149 @@
+"""The unscaffold harness behind TRL's `environment_factory`: one environment class per harness.
+
+Each rollout gets the task's workspace in a fresh sandbox (`reset`), the harness's tools as methods
+(`execute`, plus a sibling bank's tools), its checks on every call, and the suite's own verifier as
+`get_reward`. TRL renders each environment's methods as the tool schema of its rows, so a rescue
+rollout is generated, and later scored by the trainer, in its own sibling's context."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from unscaffold.benchmarks.base import Suite, Task
+from unscaffold.knowledge.bank import ToolSpec
+from unscaffold.knowledge.hstar import HStarHarness
+from unscaffold.llm.types import AssistantResponse, Message, ToolCall
+from unscaffold.minimal_harness.harness import Harness
+from unscaffold.minimal_harness.sandbox import open_sandbox
+from unscaffold.minimal_harness.sandbox.base import SandboxKind
+from unscaffold.minimal_harness.tool import format_problem
+from unscaffold.minimal_harness.trajectory import Trajectory
+
+JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "object": dict,
+                              "array": list}
+
+
+class EnvironmentContext(BaseModel):
+    """What every rollout of one harness shares."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    suite: Suite
+    tasks: dict[str, Task]
+    harness_name: str
+    harness: Any  # a Harness (a Protocol, which pydantic cannot check)
+    sandbox: SandboxKind = "local"
+    command_timeout_s: float = 60.0
+    work_dir: Path
+
+
+class HarnessEnvironment:
+    """Base class; `environment_class` binds a harness to a subclass of it."""
+
+    context: EnvironmentContext
+
+    def __init__(self) -> None:
+        self._sandbox: Any = None
+        self._trial_dir: Path | None = None
+        self._task: Task | None = None
+        self._transcript: list[Message] = []
+
+    def reset(self, **row: Any) -> None:
+        """Open the task's workspace in a fresh sandbox; the row's `prompt` already holds the instruction."""
+        self._close()
+        ctx = self.context
+        self._task = ctx.tasks[row["task_id"]]
+        ctx.work_dir.mkdir(parents=True, exist_ok=True)
+        self._trial_dir = Path(tempfile.mkdtemp(prefix="rollout-", dir=ctx.work_dir))
+        config = ctx.suite.prepare(self._task, self._trial_dir, ctx.sandbox)
+        config.timeout_s = ctx.command_timeout_s
+        if isinstance(ctx.harness, HStarHarness):
+            config.mounts.append(ctx.harness.mount())
+        self._sandbox = open_sandbox(config)
+        self._transcript = []
+        return None
+
+    def execute(self, command: str) -> str:
+        """Run one bash command in a fresh shell in the workspace root and return its combined stdout and stderr
+        followed by [exit_code=N]. Files persist between calls; the working directory and environment variables
+        do not.
+
+        Args:
+            command: The bash command to run.
+        """
+        return self._call("execute", {"command": command})
+
+    def get_reward(self) -> float:
+        """The suite's verifier on the final workspace; the sandbox and workspace go away after it."""
+        ctx = self.context
+        assert self._task is not None and self._trial_dir is not None
+        trajectory = Trajectory(trial_id=self._trial_dir.name, task_id=self._task.id, suite=ctx.suite.name,
+                                student="policy", harness=ctx.harness_name, tools=ctx.harness.tools(),
+                                messages=list(self._transcript))
+        try:
+            return float(ctx.suite.score(self._task, self._trial_dir, self._sandbox, trajectory).reward)
+        finally:
+            self._close()
+
+    def _call(self, name: str, arguments: dict[str, Any]) -> str:
+        """One tool call through the harness: the same format checks, bank checks and observation as a run."""
+        harness: Harness = self.context.harness
+        if self._sandbox is None:
+            return "Error: the environment was not reset."
+        call = ToolCall(id=f"call_{len(self._transcript)}", name=name,
+                        arguments={k: v for k, v in arguments.items() if v is not None})
+        response = AssistantResponse(tool_calls=[call])
+        self._transcript.append(response.to_message())
+        problem = format_problem(response, harness.tool_names())
+        observation = problem or harness.run_call(call, self._sandbox, self.context.command_timeout_s,
+                                                  self._transcript).observation()
+        self._transcript.append(Message(role="tool", tool_call_id=call.id, name=name, content=observation))
+        return observation
+
+    def _close(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+        if self._trial_dir is not None:
+            shutil.rmtree(self._trial_dir, ignore_errors=True)
+            self._trial_dir = None
+
+
+def tool_method(tool: ToolSpec) -> Any:
+    """A bank tool as a method with a real signature and a Google docstring (what TRL turns into a schema)."""
+    props: dict[str, Any] = tool.parameters.get("properties", {})
+    required = set(tool.parameters.get("required", []))
+
+    def method(self: HarnessEnvironment, **arguments: Any) -> str:
+        return self._call(tool.name, arguments)
+
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    annotations: dict[str, Any] = {}
+    for name in sorted(props, key=lambda n: n not in required):
+        kind = JSON_TYPES.get(props[name].get("type", "string"), str)
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind,
+                                        default=inspect.Parameter.empty if name in required else None))
+        annotations[name] = kind
+    annotations["return"] = str
+    args = "\n".join(f"    {n}: {(props[n].get('description') or n).replace(chr(10), ' ')}" for n in props)
+    method.__name__ = method.__qualname__ = tool.name
+    method.__signature__ = inspect.Signature(params, return_annotation=str)  # type: ignore[attr-defined]
+    method.__annotations__ = annotations
+    method.__doc__ = f"{tool.description}\n\nArgs:\n{args}\n" if props else tool.description
+    return method
+
+
+def environment_class(context: EnvironmentContext) -> type[HarnessEnvironment]:
+    """A HarnessEnvironment subclass bound to one harness, with that harness's bank tools as methods."""
+    members: dict[str, Any] = {"context": context}
+    if isinstance(context.harness, HStarHarness):
+        for tool in context.harness.bank.manifest.tools:
+            members[tool.name] = tool_method(tool)
+    name = "Env_" + re.sub(r"\W", "_", context.harness_name)
+    return type(name, (HarnessEnvironment,), members)

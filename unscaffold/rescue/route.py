@@ -1,0 +1,53 @@
+"""Rank-1 routing at inference: each task runs under the harness its router ranks first.
+
+The tasks are grouped by their chosen harness and each group is an ordinary run (`OUT/by-harness/NAME`,
+resumable like any run); `OUT/results.json` joins them, with `harness_per_task` saying which sibling
+(or `base`) ran each task and `routing.json` the full rankings."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from unscaffold.iojson import write_json_atomic
+from unscaffold.rescue.pool import BASE, Pool
+from unscaffold.rescue.routers import Router, TaskView
+
+
+def route_tasks(router: Router, tasks: list[TaskView]) -> dict[str, list[str]]:
+    """Task id -> the router's full ranking (first = where it runs)."""
+    return {t.task_id: router.rank(t) for t in tasks}
+
+
+def run_routed(config: Any, pool: Pool, router: Router, progress: Any = None) -> dict[str, Any]:
+    """`config` is the RunConfig of the whole run; its `harness` is ignored (each group gets its own)."""
+    from unscaffold.benchmarks import load_suite
+    from unscaffold.collect.aggregate import aggregate
+    from unscaffold.collect.models import TrialResult
+    from unscaffold.collect.runner import run as run_suite
+    from unscaffold.collect.runner import select_tasks
+    from unscaffold.iojson import load_model
+
+    suite = load_suite(config.suite, config.data)
+    tasks = select_tasks(suite, config)
+    rankings = route_tasks(router, [TaskView(task_id=t.id, text=t.instruction) for t in tasks])
+    chosen = {tid: ranking[0] for tid, ranking in rankings.items()}
+    groups: dict[str, list[str]] = defaultdict(list)
+    for tid, harness in chosen.items():
+        groups[harness].append(tid)
+    t0 = time.monotonic()
+    results: list[TrialResult] = []
+    for harness, ids in sorted(groups.items()):
+        sub = config.model_copy(update={
+            "out": config.out / "by-harness" / harness, "task_ids": ids,
+            "harness": pool.spec.base if harness == BASE else str(pool.banks[harness])})
+        run_suite(sub, progress=progress)
+        results += [load_model(p, TrialResult) for p in sorted((sub.out / "trials").glob("*/result.json"))]
+    routed = config.model_copy(update={"harness": f"route:{pool.path}"})
+    summary = aggregate(suite, routed, tasks, results, wall_time_s=time.monotonic() - t0).model_dump(mode="json")
+    summary.update(router=router.name, harness_per_task=chosen)
+    write_json_atomic(config.out / "routing.json", {"router": router.name, "rankings": rankings})
+    write_json_atomic(Path(config.out) / "results.json", summary)
+    return summary

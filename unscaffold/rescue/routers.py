@@ -1,0 +1,118 @@
+"""Routers: for a task whose base group all failed, the siblings to re-sample under, best first.
+
+`random` draws uniformly; `rule` ranks siblings by their success rate on the most similar validation
+tasks (word-set Jaccard of the instructions, ties by task id); `adaptive` lets one or more LLMs vote
+with per-sibling behaviour profiles (profiles.py). A router ranks the base harness too where its
+validation data has it, so "prefers the base" can be measured; `pick` returns siblings only, cycling
+through the ranking when more picks are asked for than the pool holds."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from typing import Protocol
+
+from pydantic import BaseModel
+
+from unscaffold.errors import InputError
+from unscaffold.rescue.pool import BASE
+from unscaffold.rescue.validation import ValidationTable, similarity
+
+ROUTERS = ("random", "rule", "adaptive")
+NEIGHBOURS = 5
+
+
+class TaskView(BaseModel):
+    """What a router may see of a task: its id and instruction (never its answer)."""
+
+    task_id: str
+    text: str
+
+
+class Router(Protocol):
+    name: str
+
+    def rank(self, task: TaskView) -> list[str]:
+        """Every candidate (siblings, and `base` where known), best first."""
+        ...
+
+
+def pick(router: Router, task: TaskView, k: int) -> list[str]:
+    """The k harnesses of a rescue group: siblings in rank order, cycling when k exceeds the pool."""
+    ranked = [h for h in router.rank(task) if h != BASE]
+    if not ranked:
+        raise ValueError(f"router {router.name} ranked no sibling for {task.task_id}")
+    return [ranked[i % len(ranked)] for i in range(k)]
+
+
+def prefers_base(router: Router, task: TaskView) -> bool:
+    ranked = router.rank(task)
+    return bool(ranked) and ranked[0] == BASE
+
+
+class RandomRouter:
+    name = "random"
+
+    def __init__(self, siblings: list[str], seed: int = 0) -> None:
+        self.siblings, self.seed = list(siblings), seed
+
+    def rank(self, task: TaskView) -> list[str]:
+        """A shuffle seeded by (seed, task id): reproducible, and different per task."""
+        digest = hashlib.sha256(f"{self.seed}:{task.task_id}".encode()).digest()
+        order = list(self.siblings)
+        random.Random(digest).shuffle(order)
+        return order
+
+
+class RuleRouter:
+    """Success rate of each sibling on the `neighbours` validation tasks most similar to the task."""
+
+    name = "rule"
+
+    def __init__(self, siblings: list[str], table: ValidationTable, neighbours: int = NEIGHBOURS) -> None:
+        self.siblings, self.table, self.neighbours = list(siblings), table, neighbours
+        self.anchors = 1
+
+    def reanchor(self, table: ValidationTable) -> None:
+        """Learn from the current policy's validation runs instead of the earlier ones."""
+        self.table = table
+        self.anchors += 1
+
+    def nearest(self, task: TaskView) -> list[str]:
+        scored = sorted((-similarity(task.text, t.text), t.task_id) for t in self.table.tasks
+                         if t.task_id != task.task_id)
+        return [tid for _, tid in scored[: self.neighbours]]
+
+    def scores(self, task: TaskView) -> dict[str, float]:
+        by_id = {t.task_id: t for t in self.table.tasks}
+        near = [by_id[tid] for tid in self.nearest(task)]
+        out = {}
+        for harness in [BASE, *self.siblings]:
+            rates = [r for t in near if (r := t.success_rate(harness)) is not None]
+            if rates:
+                out[harness] = sum(rates) / len(rates)
+            elif harness != BASE:
+                out[harness] = 0.0
+        return out
+
+    def rank(self, task: TaskView) -> list[str]:
+        scores = self.scores(task)
+        order = {h: i for i, h in enumerate([BASE, *self.siblings])}
+        return sorted(scores, key=lambda h: (-scores[h], order[h]))
+
+
+def load_router(name: str, siblings: list[str], table: ValidationTable | None, seed: int = 0,
+                profilers: list[str] | None = None, voters: list[str] | None = None) -> Router:
+    if name == "random":
+        return RandomRouter(siblings, seed)
+    if table is None:
+        raise InputError("--router", None, f"the {name} router learns from validation runs; pass --validation")
+    if name == "rule":
+        return RuleRouter(siblings, table)
+    if name == "adaptive":
+        from unscaffold.rescue.profiles import AdaptiveRouter
+
+        if not profilers:
+            raise InputError("--profiler", None, "the adaptive router needs at least one profiling model spec")
+        return AdaptiveRouter.from_specs(siblings, table, profilers, voters or profilers)
+    raise InputError("--router", None, f"unknown router {name!r}; use {', '.join(ROUTERS)}")
