@@ -283,6 +283,7 @@ def compare_command(
         fail(e)
     emit(result, lambda: comparison_page(result), out, as_json, lambda: print_comparison(result))
 
+
 from unscaffold.rescue.cli import rescue_app  # noqa: E402  (Harness-S sub-commands)
 
 app.add_typer(rescue_app, name="rescue")

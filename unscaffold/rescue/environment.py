@@ -7,6 +7,7 @@ rollout is generated, and later scored by the trainer, in its own sibling's cont
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
 import shutil
@@ -50,6 +51,7 @@ class HarnessEnvironment:
 
     def __init__(self) -> None:
         self._sandbox: Any = None
+        self._services = contextlib.ExitStack()  # the suite's per-trial services (e.g. an app world's server)
         self._trial_dir: Path | None = None
         self._task: Task | None = None
         self._transcript: list[Message] = []
@@ -65,6 +67,7 @@ class HarnessEnvironment:
         config.timeout_s = ctx.command_timeout_s
         if isinstance(ctx.harness, HStarHarness):
             config.mounts.append(ctx.harness.mount())
+        self._services.enter_context(ctx.suite.services(self._task, self._trial_dir))
         self._sandbox = open_sandbox(config)
         self._transcript = []
         return None
@@ -110,6 +113,7 @@ class HarnessEnvironment:
         if self._sandbox is not None:
             self._sandbox.close()
             self._sandbox = None
+        self._services.close()
         if self._trial_dir is not None:
             shutil.rmtree(self._trial_dir, ignore_errors=True)
             self._trial_dir = None
