@@ -26,6 +26,7 @@ class Score(BaseModel):
     reward: float
     reason: str | None = None
     details: dict[str, Any] = Field(default_factory=dict)
+    outcome: str | None = None
 
 
 class Suite(ABC):
