@@ -1,6 +1,6 @@
 """The cells of `answer_position` in one workbook, read in a child process (see bounded.py).
 
-    python -I -m unscaffold.benchmarks.spreadsheet.reader < request.json > answer.json
+    python -I .../spreadsheet/reader.py read|formulas   (JSON requests in, one answer line each out)
 
 `read` opens the workbook with openpyxl (cached values, as the official evaluator does) and returns
 only the stored cells inside the answer ranges, never the rectangle a sheet's dimensions claim: a
@@ -8,6 +8,8 @@ workbook holding `A1` and `XFD1048576` costs two cells. With `uncached`, it also
 cells in the ranges that carry no cached value. `formulas` evaluates those cells with the `formulas`
 engine. Golden workbooks resolve the position against their own sheets; outputs get the resolved ranges.
 Errors come back as {"error": kind, "message": ...}: `unreadable`, `position`, `sheet`, `engine`.
+Run as a script it imports ranges.py from beside it rather than through the package, whose imports
+(pydantic, the sandbox) would triple each child's start-up; `read` also keeps numpy out of openpyxl.
 """
 
 from __future__ import annotations
@@ -15,9 +17,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
-from unscaffold.benchmarks.spreadsheet.ranges import RangeError, parse_answer_position
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from ranges import RangeError, parse_answer_position  # type: ignore[import-not-found]
+else:
+    from unscaffold.benchmarks.spreadsheet.ranges import RangeError, parse_answer_position
 
 Box = tuple[str, int | None, int | None, int | None, int | None]  # sheet, min_col, min_row, max_col, max_row
 MAX_CELLS = 2_000_000
@@ -182,12 +189,21 @@ def plain(value: Any) -> Any:
 
 
 def main() -> None:
-    request = json.loads(sys.stdin.buffer.read())
-    try:
-        answer = (evaluate if request["op"] == "formulas" else read)(request)
-    except Failure as e:
-        answer = {"error": e.kind, "message": str(e)}
-    sys.stdout.write(json.dumps(answer))
+    """Serve one request per stdin line, one answer per stdout line, until stdin closes."""
+    op = sys.argv[1]
+    if op == "read":
+        sys.modules.setdefault("numpy", None)  # type: ignore[arg-type]  # openpyxl reads fine without it
+    for line in sys.stdin:
+        try:
+            answer = (evaluate if op == "formulas" else read)(json.loads(line))
+        except Failure as e:
+            answer = {"error": e.kind, "message": str(e)}
+        except MemoryError:
+            answer = {"error": "memory", "message": "out of memory"}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+        if answer.get("error") == "memory":
+            return  # a fresh process for the next request
 
 
 if __name__ == "__main__":

@@ -24,16 +24,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from unscaffold.benchmarks.spreadsheet.bounded import Deadline, LimitExceeded, run_bounded, size_text
+from unscaffold.benchmarks.spreadsheet.bounded import Deadline, LimitExceeded, Worker, run_bounded, size_text
+from unscaffold.benchmarks.spreadsheet.ranges import column_letters, quote_sheet
 from unscaffold.benchmarks.spreadsheet.reader import decode
 
 EngineChoice = Literal["auto", "libreoffice", "formulas"]
 ENGINE_ENV = "UNSCAFFOLD_SPREADSHEET_ENGINE"
-READER = [sys.executable, "-I", "-m", "unscaffold.benchmarks.spreadsheet.reader"]
+READER = [sys.executable, "-I", str(Path(__file__).resolve().parent / "reader.py")]
 _FORMULA_TAG = re.compile(rb"<(?:[A-Za-z0-9_]+:)?f[\s>/]")  # a <f> element in worksheet XML
 _SHEET_XML = re.compile(r"^xl/worksheets/[^/]+\.xml$", re.IGNORECASE)
 _PROFILE_ROOT: list[Path] = []
 _PROFILE_LOCK = threading.Lock()
+_POOL: dict[int, list[Worker]] = {}  # idle reader children by memory limit
+_POOL_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -128,16 +131,46 @@ def has_formulas(path: Path, limits: Limits) -> bool:
     return False
 
 
+def _ask_worker(request: dict[str, Any], what: str, time_s: float, memory_bytes: int) -> dict[str, Any]:
+    """A reader request on an idle worker child (started if none is idle), which returns to the pool."""
+    with _POOL_LOCK:
+        idle = _POOL.setdefault(memory_bytes, [])
+        worker = idle.pop() if idle else Worker([*READER, "read"], memory_bytes, env=_child_env())
+    try:
+        return worker.ask(request, what=what, time_s=time_s)
+    finally:
+        with _POOL_LOCK:
+            _POOL[memory_bytes].append(worker)
+
+
+def _close_workers() -> None:
+    with _POOL_LOCK:
+        for workers in _POOL.values():
+            for worker in workers:
+                worker.close()
+
+
+atexit.register(_close_workers)
+
+
+def _child_env() -> dict[str, str]:
+    return {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}  # numpy's pools grow per core
+
+
 def _child(request: dict[str, Any], what: str, limit_s: float, limits: Limits, deadline: Deadline
            ) -> dict[str, Any]:
-    done = run_bounded(READER, what=what, time_s=deadline.step(limit_s, what), memory_bytes=limits.memory_bytes,
-                       stdin=json.dumps(request).encode())
+    time_s = deadline.step(limit_s, what)
+    if request["op"] == "read":
+        return _ask_worker(request, what, time_s, limits.memory_bytes)
+    done = run_bounded([*READER, request["op"]], what=what, time_s=time_s, memory_bytes=limits.memory_bytes,
+                       stdin=json.dumps(request).encode() + b"\n", env=_child_env())
     try:
         answer = json.loads(done.stdout)
     except json.JSONDecodeError:
-        raise LimitExceeded(f"{what} failed (exit {done.returncode}): {done.stderr_tail or 'no output'}") from None
-    if not isinstance(answer, dict):
-        raise LimitExceeded(f"{what} failed: unexpected answer")
+        last = (done.stderr_tail.splitlines() or ["no output"])[-1]
+        raise LimitExceeded(f"{what} failed (exit {done.returncode}): {last}") from None
+    if answer.get("error") == "memory":
+        raise LimitExceeded(f"{what} ran past its {size_text(limits.memory_bytes)} memory limit")
     return answer
 
 
@@ -215,15 +248,19 @@ def _compute(path: Path, missing: list[tuple[str, int, int]], values: WorkbookVa
     for cell in missing:
         sheet, row, col = cell
         if cell not in computed:
-            raise ScoringError(f"the formulas engine gave no value for {sheet}!R{row}C{col} of {path.name}")
+            raise ScoringError(f"the formulas engine gave no value for {_cell(sheet, row, col)} of {path.name}")
         value = computed[cell]
         if value is not None:
             values.sheets[sheet].cells[(row, col)] = value
         if isinstance(value, str) and value.startswith("#"):
-            errors.append(f"{sheet}!R{row}C{col}={value}")
+            errors.append(f"{_cell(sheet, row, col)}={value}")
     if errors:
         values.notes.append(f"the formulas engine gave error values ({', '.join(errors[:3])}"
                             + (", ..." if len(errors) > 3 else "") + "); it lacks some Excel functions")
+
+
+def _cell(sheet: str, row: int, col: int) -> str:
+    return f"{quote_sheet(sheet)}!{column_letters(col)}{row}"
 
 
 def _profile_dir() -> Path:
@@ -254,5 +291,6 @@ def _libreoffice_convert(office: str, path: Path, work: Path, limits: Limits, de
         raise
     converted = work / "out" / "book.xlsx"
     if done.returncode != 0 or not converted.is_file():
-        raise WorkbookError(f"conversion failed (exit {done.returncode}): {done.stderr_tail[-200:]}", path)
+        last = (done.stderr_tail.splitlines() or ["no message"])[-1][-200:]
+        raise WorkbookError(f"conversion failed (exit {done.returncode}): {last}", path)
     return converted
