@@ -99,6 +99,12 @@ def golden_values(golden: Path, answer_position: str, engine: EngineChoice | Non
     return values
 
 
+def clear_golden_cache() -> None:
+    """Forget computed goldens (for measurements that compare engines)."""
+    with _GOLDEN_LOCK:
+        _GOLDEN_CACHE.clear()
+
+
 def score_case(case: int, golden: Path, output: Path | Refused, answer_position: str, *,
                engine: EngineChoice | None = None, output_label: str | None = None,
                limits: Limits | None = None) -> CaseResult:
