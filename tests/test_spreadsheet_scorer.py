@@ -154,7 +154,8 @@ def test_a_read_past_its_limit_stops_the_reader_and_the_next_one_starts_afresh(t
     golden = book(tmp_path / "gold.xlsx", {"S": {"A1": 1}})
     score = score_cases([(golden, golden, "output/o.xlsx")], "A1", limits=Limits(read_s=0.001))
     assert (score.reward, score.outcome) == (0.0, "verifier_error")
-    assert score.reason == "golden workbook gold.xlsx: reading gold.xlsx ran past its 0.001 s time limit and was stopped"
+    assert score.reason == ("golden workbook gold.xlsx: reading gold.xlsx ran past its 0.001 s time limit and was "
+                            "stopped")
     assert score_cases([(golden, golden, "output/o.xlsx")], "A1").reward == 1.0
 
 
@@ -173,7 +174,8 @@ def test_memory_limit_is_a_verifier_error(tmp_path: Path) -> None:
     for row in range(1, 50001):
         wb.active.append([f"text {row}", row * 1.5])
     wb.save(tmp_path / "big.xlsx")
-    score = score_cases([(golden, tmp_path / "big.xlsx", "output/big.xlsx")], "A:B", limits=Limits(memory_bytes=64 << 20))
+    score = score_cases([(golden, tmp_path / "big.xlsx", "output/big.xlsx")], "A:B",
+                        limits=Limits(memory_bytes=64 << 20))
     assert (score.reward, score.outcome) == (0.0, "verifier_error")
     assert score.reason == "output/big.xlsx: reading big.xlsx ran past its 64 MB memory limit"
 
@@ -209,8 +211,9 @@ def test_bad_position_missing_sheet_and_bad_golden(tmp_path: Path) -> None:
     output = book(tmp_path / "out.xlsx", {"T": {"A1": 1}})
     assert score_case(1, golden, output, "S!A1").reason == "worksheet 'S' not found in the output (it has ['T'])"
     nope = score_case(1, golden, golden, "Nope!A1")
-    assert (nope.outcome, nope.reason) == ("verifier_error", "golden workbook gold.xlsx: sheet 'Nope' of "
-                                                             "answer_position is not in the golden workbook (it has ['S'])")
+    assert (nope.outcome, nope.reason) == (
+        "verifier_error", "golden workbook gold.xlsx: sheet 'Nope' of answer_position is not in the golden workbook "
+                          "(it has ['S'])")
     assert score_case(1, golden, golden, "A1:2B").reason == (
         "golden workbook gold.xlsx: answer_position 'A1:2B' cannot be parsed: 'A1:2B' is not a cell range")
     broken = tmp_path / "broken.xlsx"
