@@ -4,7 +4,9 @@ exist in the trial folder, not even while scoring."""
 
 from __future__ import annotations
 
+import http.server
 import os
+import threading
 import zipfile
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from tests.spreadsheet_books import book
 from unscaffold.benchmarks.base import Task
 from unscaffold.benchmarks.spreadsheet import tasks as builtin
 from unscaffold.benchmarks.spreadsheet.measure import reference_policy
-from unscaffold.benchmarks.spreadsheet.recalc import Limits
+from unscaffold.benchmarks.spreadsheet.recalc import Limits, libreoffice
 from unscaffold.benchmarks.spreadsheet.scorer import score_case, score_cases
 from unscaffold.benchmarks.spreadsheet.suite import SpreadsheetSuite, input_name, output_name
 
@@ -116,3 +118,31 @@ def test_a_workbook_unpacking_past_the_limit_is_refused(tmp_path: Path) -> None:
     assert bomb.stat().st_size < 100_000
     score = score_cases([(golden, bomb, "output/bomb.xlsx")], "A1", limits=Limits(unzipped_bytes=4 << 20))
     assert (score.reward, score.reason) == (0.0, "output output/bomb.xlsx cannot be opened: unpacks to more than 4 MB")
+
+
+@pytest.mark.skipif(libreoffice() is None, reason="LibreOffice (soffice) is not installed")
+def test_formulas_asking_for_host_files_or_urls_get_nothing(tmp_path: Path) -> None:
+    """LibreOffice recalculates the student's formulas on the host: it must fetch no file and no URL."""
+    canary = tmp_path / "canary.txt"
+    canary.write_text("HOST-CANARY-7741")
+    requests: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            requests.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"HOST-CANARY-7741")
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        golden = book(tmp_path / "gold.xlsx", {"S": {"A1": 1}})
+        output = book(tmp_path / "out.xlsx", {"S": {
+            "A1": f'=_xlfn.WEBSERVICE("http://127.0.0.1:{server.server_port}/x")',
+            "A2": f'=_xlfn.WEBSERVICE("file://{canary}")', "A3": f'=DDE("soffice","{canary}","A1")'}})
+        score = score_cases([(golden, output, "output/out.xlsx")], "A1:A3", engine="libreoffice")
+    finally:
+        server.shutdown()
+    assert requests == [] and "HOST-CANARY" not in score.model_dump_json()
+    assert score.details["cases"][0]["engine"] == "libreoffice"
