@@ -14,6 +14,7 @@ from openpyxl.worksheet.formula import ArrayFormula
 
 from tests.conftest import needs_bwrap
 from tests.spreadsheet_books import book, with_cached
+from unscaffold.benchmarks.spreadsheet.recalc import engine_summary
 from unscaffold.benchmarks.spreadsheet.suite import SpreadsheetSuite, input_name, output_name
 from unscaffold.collect.models import RunConfig
 from unscaffold.collect.runner import run
@@ -101,6 +102,8 @@ def test_oracle_through_the_sandbox(bench: Path, tmp_path: Path) -> None:
     summary = run(RunConfig(suite="spreadsheet", data=bench, student="oracle", task_ids=["q4", "q8", "q9"],
                             out=tmp_path, concurrency=2))
     assert summary.per_task == {"q4": 1.0, "q8": 1.0, "q9": 1.0}
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["scoring_engine"] == engine_summary() and results["data"] == str(bench)
     result = json.loads((tmp_path / "trials" / "q8" / "result.json").read_text())
     case = result["details"]["cases"][0]
     assert case["golden_engine"] == case["engine"] != "none"  # which engine recalculated is recorded

@@ -250,6 +250,11 @@ def test_python_engine_when_libreoffice_is_missing(tmp_path: Path, monkeypatch) 
     assert (values.engine, values.notes) == (
         "formulas", ["LibreOffice is not installed; used cached values and the formulas engine"])
     assert recalc.load_values(output, position="A2").engine == "formulas"  # auto
+    assert recalc.engine_summary() == "formulas (LibreOffice is not installed); cached values first"
+    monkeypatch.setattr(recalc, "libreoffice", lambda: "/usr/bin/soffice")
+    assert recalc.engine_summary() == "libreoffice (/usr/bin/soffice); cached values and formulas where it fails"
+    monkeypatch.setenv(recalc.ENGINE_ENV, "formulas")
+    assert recalc.engine_summary() == "formulas (chosen by $UNSCAFFOLD_SPREADSHEET_ENGINE); cached values first"
     monkeypatch.setenv(recalc.ENGINE_ENV, "excel")
     with pytest.raises(ValueError, match="unknown engine 'excel'"):
         recalc.load_values(output, position="A2")

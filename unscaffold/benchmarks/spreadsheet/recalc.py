@@ -102,6 +102,16 @@ def chosen_engine(engine: EngineChoice | None = None) -> EngineChoice:
     return choice  # type: ignore[return-value]
 
 
+def engine_summary(engine: EngineChoice | None = None) -> str:
+    """Which engine recalculates formulas in this set-up, in words, for results.json."""
+    choice, office = chosen_engine(engine), libreoffice()
+    if choice == "formulas":
+        return f"formulas (chosen{' by $' + ENGINE_ENV if engine is None else ''}); cached values first"
+    if office is None:
+        return "formulas (LibreOffice is not installed); cached values first"
+    return f"libreoffice ({office}); cached values and formulas where it fails"
+
+
 def has_formulas(path: Path, limits: Limits) -> bool:
     """Whether any worksheet holds a formula, from the zip without parsing the workbook. Raises
     WorkbookError for a file that is not an xlsx archive or unpacks beyond the limit."""

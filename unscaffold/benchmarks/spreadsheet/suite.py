@@ -20,7 +20,7 @@ from unscaffold.benchmarks.base import Score, Suite, Task
 from unscaffold.benchmarks.spreadsheet import tasks as builtin
 from unscaffold.benchmarks.spreadsheet.intake import Refused, take_out
 from unscaffold.benchmarks.spreadsheet.loader import Dataset, RealTask, load_dataset
-from unscaffold.benchmarks.spreadsheet.recalc import Limits
+from unscaffold.benchmarks.spreadsheet.recalc import Limits, engine_summary
 from unscaffold.benchmarks.spreadsheet.scorer import score_cases
 from unscaffold.errors import InputError
 from unscaffold.iojson import write_text_atomic
@@ -165,6 +165,10 @@ class SpreadsheetSuite(Suite):
                 copy = take_out(trial_dir / "workspace", relative, private / output_name(task.id, n), limits.file_bytes)
                 cases.append((golden, copy, relative))
             return score_cases(cases, task.meta["answer_position"], limits=limits)
+
+    def describe(self) -> dict[str, str]:
+        """For results.json: where the tasks come from and which engine recalculates formulas."""
+        return {"data": str(self.data) if self.data else "built-in", "scoring_engine": engine_summary()}
 
     def leak_markers(self) -> list[str]:
         """Task ids and the distinctive gold values the student has to work out (not copied from the
