@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# System packages the sandbox needs. Installs them when it can (root + apt); otherwise says so plainly.
-# LibreOffice is optional: spreadsheet scoring recalculates with it where installed, else with the
-# Python `formulas` engine.
+# System packages the sandbox and the scorers need. Installs them when it can (root + apt); otherwise
+# says so plainly. Ends by saying which engine spreadsheet scoring will recalculate formulas with:
+# LibreOffice where installed (as the official SpreadsheetBench pipeline does), else the Python
+# `formulas` engine with cached values.
+# Function names must not be command names: a function called `libreoffice` would answer
+# `command -v libreoffice` itself and hide a missing install.
 set -u
 
 can_apt() {
@@ -12,7 +15,11 @@ apt_install() {
   apt-get install -y -q "$@" >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q "$@" >/dev/null 2>&1)
 }
 
-bubblewrap() {
+office_binary() {
+  command -v soffice 2>/dev/null || command -v libreoffice 2>/dev/null
+}
+
+install_bubblewrap() {
   if command -v bwrap >/dev/null 2>&1; then
     return 0
   fi
@@ -30,22 +37,35 @@ bubblewrap() {
   echo "         Install it with: sudo apt-get install -y bubblewrap"
 }
 
-libreoffice() {
-  if command -v soffice >/dev/null 2>&1 || command -v libreoffice >/dev/null 2>&1; then
+install_office() {
+  if office_binary >/dev/null; then
     return 0
   fi
   if can_apt; then
     echo "installing libreoffice-calc-nogui (spreadsheet recalculation) with apt-get ..."
-    if apt_install --no-install-recommends libreoffice-calc-nogui; then
-      echo "LibreOffice installed: $(soffice --version 2>/dev/null | head -n 1)"
+    if apt_install --no-install-recommends libreoffice-calc-nogui && office_binary >/dev/null; then
       return 0
     fi
-    echo "WARNING: apt-get could not install libreoffice-calc-nogui; spreadsheet scoring will use the Python formulas engine."
+    echo "WARNING: apt-get could not install libreoffice-calc-nogui."
   else
-    echo "WARNING: LibreOffice (soffice) is missing; spreadsheet scoring will use the Python formulas engine."
+    echo "WARNING: LibreOffice (soffice) is missing and this user cannot install it (needs root and apt-get)."
+    echo "         Install it with: sudo apt-get install -y --no-install-recommends libreoffice-calc-nogui"
   fi
 }
 
-bubblewrap
-libreoffice
+report_engine() {
+  local office
+  office="$(office_binary)"
+  if [ "${UNSCAFFOLD_SPREADSHEET_ENGINE:-auto}" = "formulas" ]; then
+    echo "spreadsheet scoring engine: formulas (set by UNSCAFFOLD_SPREADSHEET_ENGINE)"
+  elif [ -n "$office" ]; then
+    echo "spreadsheet scoring engine: LibreOffice ($office, $("$office" --version 2>/dev/null | head -n 1))"
+  else
+    echo "spreadsheet scoring engine: formulas (LibreOffice missing; cached values where the engine fails)"
+  fi
+}
+
+install_bubblewrap
+install_office
+report_engine
 exit 0

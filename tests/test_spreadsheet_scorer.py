@@ -1,4 +1,5 @@
-"""The official cell-comparison rules, recalculation (which engine scored), and bad outputs scoring 0."""
+"""The official cell-comparison rules, recalculation (which engine scored, cached values kept), the
+limits on each step, and bad outputs scoring 0."""
 
 from __future__ import annotations
 
@@ -8,26 +9,16 @@ from typing import Any
 
 import openpyxl
 import pytest
+from openpyxl.worksheet.formula import ArrayFormula
 
-from unscaffold.benchmarks.spreadsheet.recalc import libreoffice, load_values
+from tests.spreadsheet_books import book, with_cached
+from unscaffold.benchmarks.spreadsheet import recalc
+from unscaffold.benchmarks.spreadsheet.recalc import Limits, libreoffice, load_values
 from unscaffold.benchmarks.spreadsheet.scorer import score_case, score_cases
 from unscaffold.benchmarks.spreadsheet.values import normalize, same_value
 
 needs_libreoffice = pytest.mark.skipif(libreoffice() is None, reason="LibreOffice (soffice) is not installed")
-
-
-def book(path: Path, sheets: dict[str, dict[str, Any]], formats: dict[str, str] | None = None) -> Path:
-    """A workbook from {sheet: {cell: value}}; `formats` sets number formats by cell (first sheet)."""
-    wb = openpyxl.Workbook()
-    wb.remove(wb.active)
-    for name, cells in sheets.items():
-        ws = wb.create_sheet(name)
-        for coord, value in cells.items():
-            ws[coord] = value
-    for coord, number_format in (formats or {}).items():
-        wb.worksheets[0][coord].number_format = number_format
-    wb.save(path)
-    return path
+ENGINES = ["formulas", pytest.param("libreoffice", marks=needs_libreoffice)]
 
 
 @pytest.mark.parametrize(
@@ -93,7 +84,7 @@ def test_column_only_range_uses_both_sheets_rows(tmp_path: Path) -> None:
     assert result.checked_cells == 5 and result.reason == "out.xlsx: S!A5: expected None, got 'extra'"
 
 
-@pytest.mark.parametrize("engine", ["formulas", pytest.param("libreoffice", marks=needs_libreoffice)])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_formulas_are_recalculated(tmp_path: Path, engine: str) -> None:
     golden = book(tmp_path / "gold.xlsx", {"Budget": {"A1": 2, "A2": 3.333, "A3": 5.33, "B1": dt.datetime(2024, 2, 1)}})
     output = book(tmp_path / "out.xlsx", {"Budget": {"A1": 2, "A2": 3.333, "A3": "=SUM(A1:A2)",
@@ -101,9 +92,9 @@ def test_formulas_are_recalculated(tmp_path: Path, engine: str) -> None:
                   formats={"B2": "yyyy-mm-dd"})
     result = score_case(1, golden, output, "A1:A3", engine=engine)  # type: ignore[arg-type]
     assert (result.passed, result.engine, result.golden_engine) == (True, engine, "none")
-    values = load_values(output, engine=engine)  # type: ignore[arg-type]
+    values = load_values(output, position="A1:B2", engine=engine)  # type: ignore[arg-type]
     assert values.engine == engine
-    assert values.sheet("budget").value(2, 2) == dt.datetime(2024, 2, 1)  # date format kept on computed cells
+    assert values.sheet("Budget").value(2, 2) == dt.datetime(2024, 2, 1)  # date format kept on computed cells
     wrong = book(tmp_path / "wrong.xlsx", {"Budget": {"A1": 2, "A2": 3.333, "A3": "=A1*A2"}})
     failed = score_case(1, golden, wrong, "A1:A3", engine=engine)  # type: ignore[arg-type]
     assert failed.reason == "wrong.xlsx: Budget!A3: expected 5.33, got 6.666"
@@ -114,6 +105,88 @@ def test_formula_error_values_fail(tmp_path: Path) -> None:
     output = book(tmp_path / "out.xlsx", {"S": {"A1": 0, "A2": "=1/A1"}})
     result = score_case(1, golden, output, "A1:A2", engine="formulas")
     assert result.reason == "out.xlsx: S!A2: expected 1, got '#DIV/0!'"
+    assert result.notes == ["the formulas engine gave error values (S!A2=#DIV/0!); it lacks some Excel functions"]
+
+
+def excel_saved_golden(tmp_path: Path) -> Path:
+    """An array formula and a HYPERLINK, with the values Excel cached (the `formulas` engine gives 0-like
+    or #NAME? results for such cells)."""
+    golden = book(tmp_path / "gold.xlsx", {"S": {"A1": 2, "A2": 5, "B1": ArrayFormula("B1", "=SUM(A1:A2*A1:A2)"),
+                                                 "B2": '=HYPERLINK("http://example.com","link")'}})
+    return with_cached(golden, {"B1": 29, "B2": "link"})
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_cached_golden_values_are_kept(tmp_path: Path, engine: str) -> None:
+    """Values-only answers pass; the unchanged input (empty answer cells) fails, whichever engine scores."""
+    golden = excel_saved_golden(tmp_path)
+    answer = book(tmp_path / "answer.xlsx", {"S": {"A1": 2, "A2": 5, "B1": 29, "B2": "link"}})
+    unchanged = book(tmp_path / "input.xlsx", {"S": {"A1": 2, "A2": 5}})
+    passed = score_case(1, golden, answer, "B1:B2", engine=engine)  # type: ignore[arg-type]
+    assert (passed.passed, passed.golden_engine, passed.engine) == (True, engine.replace("formulas", "cached"), "none")
+    failed = score_case(1, golden, unchanged, "B1:B2", engine=engine)  # type: ignore[arg-type]
+    assert failed.reason == "input.xlsx: S!B1: expected 29, got None (and 1 more cells)"
+    copy = score_case(1, golden, golden, "B1:B2", engine=engine)  # type: ignore[arg-type]
+    assert copy.passed  # the oracle's copy of the golden
+
+
+def test_an_engine_failure_falls_back_to_cached_values_with_a_note(tmp_path: Path, monkeypatch) -> None:
+    golden = excel_saved_golden(tmp_path)
+    monkeypatch.setattr(recalc, "libreoffice", lambda: "/nonexistent/soffice")
+    values = load_values(golden, position="B1:B2")
+    assert (values.engine, values.sheet("S").cells) == ("cached", {(1, 2): 29, (2, 2): "link"})
+    assert values.notes == ["LibreOffice failed on gold.xlsx (conversion failed (exit 1): FileNotFoundError: [Errno 2] "
+                            "No such file or directory); used cached values and the formulas engine"]
+
+
+def test_a_recalculation_past_its_limit_is_a_verifier_error(tmp_path: Path) -> None:
+    golden = book(tmp_path / "gold.xlsx", {"S": {"A1": 2, "A2": 6}})
+    output = book(tmp_path / "out.xlsx", {"S": {"A1": 2, "A2": "=A1*3"}})
+    score = score_cases([(golden, output, "output/out.xlsx")], "A1:A2", engine="formulas",
+                        limits=Limits(formulas_s=0.05))
+    assert (score.reward, score.outcome) == (0.0, "verifier_error")
+    assert score.reason == (
+        "output/out.xlsx: 1 formula cell(s) of out.xlsx in answer_position have no cached value and could not be "
+        "computed: the formulas engine on out.xlsx ran past its 0.05 s time limit and was stopped")
+
+
+def test_a_read_past_its_limit_stops_the_reader_and_the_next_one_starts_afresh(tmp_path: Path) -> None:
+    golden = book(tmp_path / "gold.xlsx", {"S": {"A1": 1}})
+    score = score_cases([(golden, golden, "output/o.xlsx")], "A1", limits=Limits(read_s=0.001))
+    assert (score.reward, score.outcome) == (0.0, "verifier_error")
+    assert score.reason == ("golden workbook gold.xlsx: reading gold.xlsx ran past its 0.001 s time limit and was "
+                            "stopped")
+    assert score_cases([(golden, golden, "output/o.xlsx")], "A1").reward == 1.0
+
+
+def test_a_case_past_its_total_limit_is_a_verifier_error(tmp_path: Path) -> None:
+    golden = book(tmp_path / "gold.xlsx", {"S": {"A1": 1}})
+    score = score_cases([(golden, golden, "output/o.xlsx")], "A1", limits=Limits(case_s=0.2))
+    assert (score.reward, score.outcome) == (0.0, "verifier_error")
+    assert score.reason == "golden workbook gold.xlsx: scoring ran past the case's 0.2 s limit before reading gold.xlsx"
+
+
+def test_memory_limit_is_a_verifier_error(tmp_path: Path) -> None:
+    """The golden fits in 64 MB; an output of 100,000 filled cells does not."""
+    golden = book(tmp_path / "gold.xlsx", {"S": {"A1": 1}})
+    wb = openpyxl.Workbook()
+    wb.active.title = "S"
+    for row in range(1, 50001):
+        wb.active.append([f"text {row}", row * 1.5])
+    wb.save(tmp_path / "big.xlsx")
+    score = score_cases([(golden, tmp_path / "big.xlsx", "output/big.xlsx")], "A:B",
+                        limits=Limits(memory_bytes=64 << 20))
+    assert (score.reward, score.outcome) == (0.0, "verifier_error")
+    assert score.reason == "output/big.xlsx: reading big.xlsx ran past its 64 MB memory limit"
+
+
+@needs_libreoffice
+def test_libreoffice_past_its_limit_falls_back(tmp_path: Path) -> None:
+    output = book(tmp_path / "out.xlsx", {"S": {"A1": 2, "A2": "=A1*3"}})
+    values = load_values(output, position="A2", engine="libreoffice", limits=Limits(libreoffice_s=0.05))
+    assert (values.engine, values.sheet("S").cells) == ("formulas", {(2, 1): 6})
+    assert values.notes == ["LibreOffice failed on out.xlsx (LibreOffice converting out.xlsx ran past its 0.05 s time "
+                            "limit and was stopped); used cached values and the formulas engine"]
 
 
 def test_missing_corrupt_and_unreadable_outputs_score_zero(tmp_path: Path) -> None:
@@ -129,7 +202,7 @@ def test_missing_corrupt_and_unreadable_outputs_score_zero(tmp_path: Path) -> No
     }
     for path, reason in cases.items():
         score = score_cases([(golden, path, f"out/{path.name}")], "A1")
-        assert (score.reward, score.reason) == (0.0, reason)
+        assert (score.reward, score.reason, score.outcome) == (0.0, reason, None)
         assert score.details["cases"][0]["passed"] is False
 
 
@@ -137,20 +210,25 @@ def test_bad_position_missing_sheet_and_bad_golden(tmp_path: Path) -> None:
     golden = book(tmp_path / "gold.xlsx", {"S": {"A1": 1}})
     output = book(tmp_path / "out.xlsx", {"T": {"A1": 1}})
     assert score_case(1, golden, output, "S!A1").reason == "worksheet 'S' not found in the output (it has ['T'])"
-    assert score_case(1, golden, golden, "Nope!A1").reason == (
-        "sheet 'Nope' of answer_position is not in the golden workbook (it has ['S'])")
+    nope = score_case(1, golden, golden, "Nope!A1")
+    assert (nope.outcome, nope.reason) == (
+        "verifier_error", "golden workbook gold.xlsx: sheet 'Nope' of answer_position is not in the golden workbook "
+                          "(it has ['S'])")
     assert score_case(1, golden, golden, "A1:2B").reason == (
-        "answer_position 'A1:2B' cannot be parsed: 'A1:2B' is not a cell range")
+        "golden workbook gold.xlsx: answer_position 'A1:2B' cannot be parsed: 'A1:2B' is not a cell range")
     broken = tmp_path / "broken.xlsx"
     broken.write_text("x")
-    assert score_case(1, broken, golden, "A1").reason == (
-        "the golden workbook cannot be used: broken.xlsx is not an xlsx workbook (not a zip archive)")
+    bad = score_case(1, broken, golden, "A1")
+    assert (bad.outcome, bad.reason) == (
+        "verifier_error", "the golden workbook cannot be used: broken.xlsx is not an xlsx workbook (not a zip archive)")
 
 
-def test_sheet_names_match_like_excel(tmp_path: Path) -> None:
+def test_sheet_names_match_like_excel_in_the_position_but_exactly_in_the_output(tmp_path: Path) -> None:
     golden = book(tmp_path / "gold.xlsx", {"Price List": {"A1": 1}})
-    output = book(tmp_path / "out.xlsx", {"price  list": {"A1": 1}})
-    assert score_case(1, golden, output, "'PRICE LIST'!A1").passed
+    assert score_case(1, golden, golden, "'PRICE LIST'!A1").passed
+    renamed = book(tmp_path / "out.xlsx", {"price  list": {"A1": 1}})
+    assert score_case(1, golden, renamed, "'Price List'!A1").reason == (
+        "worksheet 'Price List' not found in the output (it has ['price  list'])")  # as the official code
 
 
 def test_several_cases_pass_only_together(tmp_path: Path) -> None:
@@ -161,28 +239,22 @@ def test_several_cases_pass_only_together(tmp_path: Path) -> None:
     assert score.reward == 0.0 and score.details["soft"] == pytest.approx(2 / 3)
     assert score.reason == "2.xlsx: S!A1: expected 1, got 2"
     assert [c["passed"] for c in score.details["cases"]] == [True, False, True]
-    assert score.details["engine"] == "none"
+    assert score.details["engine"] == "none" and score.outcome is None
 
 
-def test_python_engine_when_libreoffice_is_missing_or_fails(tmp_path: Path, monkeypatch) -> None:
-    from unscaffold.benchmarks.spreadsheet import recalc
-
+def test_python_engine_when_libreoffice_is_missing(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv(recalc.ENGINE_ENV, raising=False)
     output = book(tmp_path / "out.xlsx", {"S": {"A1": 2, "A2": "=A1*3"}})
     monkeypatch.setattr(recalc, "libreoffice", lambda: None)
-    values = recalc.load_values(output, engine="libreoffice")
-    assert (values.engine, values.notes) == ("formulas", ["LibreOffice is not installed; used the formulas engine"])
-    assert recalc.load_values(output).engine == "formulas"  # auto
+    values = recalc.load_values(output, position="A2", engine="libreoffice")
+    assert (values.engine, values.notes) == (
+        "formulas", ["LibreOffice is not installed; used cached values and the formulas engine"])
+    assert recalc.load_values(output, position="A2").engine == "formulas"  # auto
+    assert recalc.engine_summary() == "formulas (LibreOffice is not installed); cached values first"
     monkeypatch.setattr(recalc, "libreoffice", lambda: "/usr/bin/soffice")
-
-    def broken(office: str, paths: list[Path]) -> list[Path]:
-        raise recalc.WorkbookError("conversion failed (exit 1, missing ['book0.xlsx']): crash")
-
-    monkeypatch.setattr(recalc, "_libreoffice_convert", broken)
-    values = recalc.load_values(output)
-    assert values.engine == "formulas" and values.sheet("S").value(2, 1) == 6
-    assert values.notes == ["LibreOffice failed (WorkbookError: conversion failed (exit 1, missing ['book0.xlsx']): "
-                            "crash); used the formulas engine"]
+    assert recalc.engine_summary() == "libreoffice (/usr/bin/soffice); cached values and formulas where it fails"
+    monkeypatch.setenv(recalc.ENGINE_ENV, "formulas")
+    assert recalc.engine_summary() == "formulas (chosen by $UNSCAFFOLD_SPREADSHEET_ENGINE); cached values first"
     monkeypatch.setenv(recalc.ENGINE_ENV, "excel")
     with pytest.raises(ValueError, match="unknown engine 'excel'"):
-        recalc.load_values(output)
+        recalc.load_values(output, position="A2")

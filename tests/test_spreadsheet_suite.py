@@ -103,7 +103,7 @@ def test_oracle_sample_through_the_sandbox(tmp_path: Path) -> None:
     trial = tmp_path / "trials" / "staff-codes-1"
     assert sorted(str(p.relative_to(trial / "workspace")) for p in (trial / "workspace").rglob("*.xlsx")) == [
         f"output/{output_name('staff-codes-1')}", f"spreadsheets/{input_name('staff-codes-1')}"]
-    assert (trial / "golden" / "1_staff-codes-1_golden.xlsx").is_file()  # written at scoring, outside it
+    assert not (trial / "golden").exists()  # goldens are written at scoring, to a private folder
 
 
 @needs_bwrap

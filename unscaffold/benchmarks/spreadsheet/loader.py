@@ -2,9 +2,11 @@
 
 Two namings exist: the original release (`{n}_{id}_input.xlsx` / `{n}_{id}_answer.xlsx`, usually three
 test cases) and Verified (`1_{id}_init.xlsx` / `1_{id}_golden.xlsx`, one case, with `prompt.txt`).
-Verified has known quirks, handled here by pattern rather than by a list of ids: bare
-`initial.xlsx` / `golden.xlsx`, and files named with another task's id (task 42930 ships
-`1_43930_golden.xlsx`). A task whose files cannot be matched is skipped with its reason, never guessed.
+Both have known quirks, handled here by pattern rather than by a list of ids: bare
+`initial.xlsx` / `golden.xlsx`, files named with another task's id (task 42930 ships
+`1_43930_golden.xlsx`), a space before the extension (`2_<id>_input .xlsx`), and instructions that
+are only a non-breaking space (the task is kept as shipped, with a note). A task whose files cannot be
+matched is skipped with its reason, never guessed.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from unscaffold.errors import InputError
 DATASET = "dataset.json"
 INPUT_KINDS = ("input", "init", "initial")
 GOLDEN_KINDS = ("answer", "golden")
-_FILE = re.compile(r"^(?:(\d+)_(.+)_)?(input|init|initial|answer|golden)\.xlsx$", re.IGNORECASE)
+_FILE = re.compile(r"^(?:(\d+)_(.+)_)?(input|init|initial|answer|golden)(\s*)\.xlsx$", re.IGNORECASE)
 
 
 class TestCase(BaseModel):
@@ -82,14 +84,16 @@ def task_folder(root: Path, entry: dict[str, Any], task_id: str) -> Path | None:
 def match_cases(folder: Path, task_id: str) -> tuple[list[TestCase], list[str]]:
     """Pair input and golden files per test case number; notes record each quirk that was needed."""
     found: dict[tuple[int, str], list[tuple[str, Path]]] = {}
+    notes: list[str] = []
     for path in sorted(folder.iterdir()):
         m = _FILE.match(path.name)
         if not m or not path.is_file():
             continue
+        if m.group(4):
+            notes.append(f"{path.name!r}: a space before .xlsx")
         number = int(m.group(1)) if m.group(1) else 1
         side = "input" if m.group(3).lower() in INPUT_KINDS else "golden"
         found.setdefault((number, side), []).append((m.group(2) or "", path))
-    notes: list[str] = []
     cases = []
     for number in sorted({n for n, _ in found}):
         chosen: dict[str, Path] = {}
@@ -132,11 +136,15 @@ def load_dataset(root: Path) -> Dataset:
         if not cases:
             skipped[task_id] = f"no matching input/golden workbooks in {folder}"
             continue
-        instruction = str(entry.get("instruction") or "").strip()
+        raw = str(entry.get("instruction") or "")
+        instruction = raw.strip()
         prompt = folder / "prompt.txt"
         if not instruction and prompt.is_file():
             instruction = prompt.read_text(encoding="utf-8", errors="replace").strip()
             notes.append("instruction read from prompt.txt")
+        if not instruction and raw:  # shipped so (a lone non-breaking space): kept, as the benchmark scores it
+            instruction = raw
+            notes.append(f"instruction is only whitespace ({raw!r}) as shipped; the task is kept")
         position = str(entry.get("answer_position") or "").strip()
         if not instruction or not position:
             skipped[task_id] = "no instruction" if not instruction else "no answer_position"

@@ -1,9 +1,12 @@
-"""`answer_position` parsing, with the official evaluator's parser bugs fixed.
+"""`answer_position` parsing: the official evaluator's reading wherever it reads the cells meant.
 
-The official evaluator split on every comma and every `!`, stripped every quote and crashed on
-column-only ranges. Real positions carry all of these: several ranges (`A1:A5, C1:C5`), quoted sheet
-names with commas or quotes inside (`'b2b, sez, de'!A5:V10`, `'Bob''s'!A1`), column-only ranges
-(`A:G`), a missing end column (`BD2:308`), `$` anchors, lower case and stray (also non-breaking) spaces.
+The official `compare_workbooks` splits on every comma, splits each part on `!`, strips every leading
+and trailing quote from the sheet name and from the range, and takes a part without `!` from the
+golden's first sheet. That reading is kept exactly wherever it names real cells on sheets the golden
+workbook has, quirks included: `'Sheet1!'A2:B19`, `Updated Data'!B5:B9`, `'Sub CO's'!B4:B11` and
+`'99250!A1:F9'` all read as written there. Where it crashes or reads cells the text does not mean (a
+sheet name holding a comma or a doubled quote, `A:G`, `BD2:308`, `$` or lower case in a range, stray
+spaces, reversed corners), the position is read as Excel would, and an output is judged on those cells.
 
 Standard library only: the h* bank's tools embed this file (see bankgen.py), so it must run anywhere.
 """
@@ -17,6 +20,8 @@ MAX_COL = 16384  # XFD
 MAX_ROW = 1048576
 _SPACES = re.compile(r"[\s\u00a0\u2007\u202f\ufeff]+")
 _ENDPOINT = re.compile(r"^([A-Z]{0,3})([0-9]*)$")
+_OFFICIAL_CELL = re.compile(r"^\$?([A-Za-z]{1,3})\$?([0-9]+)$")  # a lone cell, as openpyxl's ws[name] reads it
+_OFFICIAL_CORNER = re.compile(r"^([A-Z]{1,3})([0-9]+)$")  # corners its range splitter reads as Excel does
 
 
 class RangeError(ValueError):
@@ -153,9 +158,58 @@ def _parse_part(part: str) -> CellRange:
     return parse_ref(pieces[-1], sheet, part)
 
 
-def parse_answer_position(text: str) -> list[CellRange]:
+def _official_ref(ref: str, sheet: str | None) -> CellRange | None:
+    if ":" not in ref:
+        m = _OFFICIAL_CELL.match(ref)
+        corners = [m, m] if m else []
+    else:
+        corners = [_OFFICIAL_CORNER.match(end) for end in ref.split(":")]
+    if len(corners) != 2 or not all(corners):
+        return None
+    (c1, r1), (c2, r2) = [(column_index(m.group(1)), int(m.group(2))) for m in corners]  # type: ignore[union-attr]
+    if not (1 <= c1 <= c2 <= MAX_COL and 1 <= r1 <= r2 <= MAX_ROW):
+        return None  # the official loop reads no cell here (a vacuous pass) or one off the sheet
+    return CellRange(sheet, c1, r1, c2, r2)
+
+
+def official_ranges(text: str) -> list[CellRange] | None:
+    """The ranges exactly as the official evaluator reads them, or None where that reading raises or
+    names cells the text does not mean (see the module docstring)."""
+    out = []
+    for part in text.split(","):
+        sheet: str | None = None
+        ref = part
+        if "!" in part:
+            pieces = part.split("!")
+            if len(pieces) != 2 or not pieces[0].strip("'"):
+                return None
+            sheet, ref = pieces[0].strip("'"), pieces[1]
+        rng = _official_ref(ref.strip("'"), sheet)
+        if rng is None:
+            return None
+        out.append(rng)
+    return out
+
+
+def parse_answer_position(text: str, sheetnames: list[str] | None = None) -> list[CellRange]:
     """All ranges of an answer_position, in order. A range without a sheet has `sheet=None`: the
-    scorer reads it on the golden workbook's first sheet. Raises RangeError naming the bad part."""
+    scorer reads it on the golden workbook's first sheet. With the golden's `sheetnames`, the official
+    reading is taken only where every sheet it names exists there verbatim, as the official code needs.
+    Raises RangeError naming the bad part."""
+    official = official_ranges(text)
+    if official is not None and (sheetnames is None or all(r.sheet is None or r.sheet in sheetnames
+                                                             for r in official)):
+        return official
+    try:
+        return excel_ranges(text)
+    except RangeError:
+        if official is not None:  # e.g. a sheet only matched ignoring case: the scorer says which
+            return official
+        raise
+
+
+def excel_ranges(text: str) -> list[CellRange]:
+    """The ranges as Excel reads them: quoted names may hold commas and doubled quotes."""
     parts = [p for p in _split_top_level(text, ",") if p.strip(" \t\u00a0")]
     if not parts:
         raise RangeError(f"{text!r} names no cells")

@@ -1,21 +1,22 @@
-"""Cell values of a workbook as a spreadsheet application shows them: formulas recalculated.
+"""The answer cells of a workbook as a spreadsheet application shows them, each step bounded.
 
-openpyxl never evaluates formulas, and a workbook written by openpyxl has no cached values, so the
-official evaluator opens every file in a spreadsheet application first. Here that is LibreOffice
-headless where it is installed (as the official Linux port does), otherwise the `formulas` Python
-engine. Every result says which engine produced it; a workbook without formulas needs none.
+openpyxl never evaluates formulas, so the official pipeline opens every file in LibreOffice first and
+reads the values it caches. Here too, where LibreOffice is installed: a workbook with formulas is
+converted by LibreOffice headless, then read. Without LibreOffice (or when it fails) the values the
+file already caches are used, and only formula cells without one are computed by the `formulas`
+engine; a cached value is never dropped because an engine failed. Reading, conversion and the engine
+each run in a child process under a time and memory limit (bounded.py) and every result says which
+engine produced it, with a note for each fallback taken.
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
-import datetime as dt
+import json
 import os
 import re
 import shutil
-import signal
-import subprocess
+import sys
 import tempfile
 import threading
 import zipfile
@@ -23,13 +24,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from unscaffold.benchmarks.spreadsheet.bounded import Deadline, LimitExceeded, Worker, run_bounded, size_text
+from unscaffold.benchmarks.spreadsheet.ranges import column_letters, quote_sheet
+from unscaffold.benchmarks.spreadsheet.reader import decode
+
 EngineChoice = Literal["auto", "libreoffice", "formulas"]
 ENGINE_ENV = "UNSCAFFOLD_SPREADSHEET_ENGINE"
-LIBREOFFICE_TIMEOUT_S = 120.0
-_FORMULAS_LOCK = threading.Lock()  # the formulas engine keeps module state; one workbook at a time
-_PROFILES: dict[int, Path] = {}
+READER = [sys.executable, "-I", str(Path(__file__).resolve().parent / "reader.py")]
+_FORMULA_TAG = re.compile(rb"<(?:[A-Za-z0-9_]+:)?f[\s>/]")  # a <f> element in worksheet XML
+_SHEET_XML = re.compile(r"^xl/worksheets/[^/]+\.xml$", re.IGNORECASE)
 _PROFILE_ROOT: list[Path] = []
 _PROFILE_LOCK = threading.Lock()
+_POOL: dict[int, list[Worker]] = {}  # idle reader children by memory limit
+_POOL_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-step limits for scoring one test case; `case_s` bounds all of the case's steps together."""
+
+    read_s: float = 60.0  # opening one workbook with openpyxl
+    libreoffice_s: float = 120.0  # one LibreOffice conversion (the official script's timeout)
+    formulas_s: float = 60.0  # the `formulas` engine on one workbook
+    case_s: float = 300.0
+    memory_bytes: int = 3 << 30  # address space of each child
+    file_bytes: int = 64 << 20  # an output workbook larger than this is refused
+    unzipped_bytes: int = 1 << 30  # the sum of a workbook's uncompressed parts
 
 
 class WorkbookError(Exception):
@@ -38,6 +58,10 @@ class WorkbookError(Exception):
     def __init__(self, message: str, path: Path | None = None) -> None:
         super().__init__(message)
         self.path = path
+
+
+class ScoringError(Exception):
+    """The case cannot be judged (a bad answer_position, a value no engine could compute)."""
 
 
 @dataclass
@@ -53,26 +77,16 @@ class SheetValues:
 
 @dataclass
 class WorkbookValues:
-    sheets: list[SheetValues]
-    engine: str = "none"  # libreoffice, formulas, or none (no formulas to compute)
+    """The stored values inside the answer ranges only (never a whole sheet)."""
+
+    sheetnames: list[str]
+    ranges: list[tuple[str, int | None, int | None, int | None, int | None]]
+    sheets: dict[str, SheetValues]
+    engine: str = "none"  # libreoffice, formulas, cached, or none (no formulas to compute)
     notes: list[str] = field(default_factory=list)
 
-    @property
-    def sheetnames(self) -> list[str]:
-        return [s.name for s in self.sheets]
-
     def sheet(self, name: str) -> SheetValues | None:
-        """By exact name, else by name ignoring case and surrounding or repeated spaces (as Excel does)."""
-        for s in self.sheets:
-            if s.name == name:
-                return s
-        key = _sheet_key(name)
-        matches = [s for s in self.sheets if _sheet_key(s.name) == key]
-        return matches[0] if len(matches) == 1 else None
-
-
-def _sheet_key(name: str) -> str:
-    return " ".join(name.replace("\u00a0", " ").split()).casefold()
+        return self.sheets.get(name)
 
 
 def libreoffice() -> str | None:
@@ -88,216 +102,205 @@ def chosen_engine(engine: EngineChoice | None = None) -> EngineChoice:
     return choice  # type: ignore[return-value]
 
 
-def open_workbook(path: Path, data_only: bool) -> Any:
-    """openpyxl's workbook, with every failure turned into a WorkbookError that says what is wrong."""
-    import openpyxl
+def engine_summary(engine: EngineChoice | None = None) -> str:
+    """Which engine recalculates formulas in this set-up, in words, for results.json."""
+    choice, office = chosen_engine(engine), libreoffice()
+    if choice == "formulas":
+        return f"formulas (chosen{' by $' + ENGINE_ENV if engine is None else ''}); cached values first"
+    if office is None:
+        return "formulas (LibreOffice is not installed); cached values first"
+    return f"libreoffice ({office}); cached values and formulas where it fails"
 
+
+def has_formulas(path: Path, limits: Limits) -> bool:
+    """Whether any worksheet holds a formula, from the zip without parsing the workbook. Raises
+    WorkbookError for a file that is not an xlsx archive or unpacks beyond the limit."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            infos = archive.infolist()
+            if sum(i.file_size for i in infos) > limits.unzipped_bytes:
+                raise WorkbookError(f"{path.name} unpacks to more than {size_text(limits.unzipped_bytes)}", path)
+            budget = limits.unzipped_bytes
+            for info in infos:
+                if not _SHEET_XML.match(info.filename):
+                    continue
+                with archive.open(info) as part:
+                    tail = b""
+                    while chunk := part.read(1 << 20):
+                        budget -= len(chunk)
+                        if budget < 0:  # sizes in the directory can lie
+                            raise WorkbookError(f"{path.name} unpacks to more than "
+                                                f"{size_text(limits.unzipped_bytes)}", path)
+                        if _FORMULA_TAG.search(tail + chunk):
+                            return True
+                        tail = chunk[-16:]
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError):
+        raise WorkbookError(f"{path.name} is not an xlsx workbook (not a zip archive)", path) from None
+    except (OSError, RuntimeError, NotImplementedError, ValueError) as e:  # damaged or encrypted parts
+        raise WorkbookError(f"{path.name} cannot be read: {type(e).__name__}: {e}", path) from None
+    return False
+
+
+def _ask_worker(request: dict[str, Any], what: str, time_s: float, memory_bytes: int) -> dict[str, Any]:
+    """A reader request on an idle worker child (started if none is idle), which returns to the pool."""
+    with _POOL_LOCK:
+        idle = _POOL.setdefault(memory_bytes, [])
+        worker = idle.pop() if idle else Worker([*READER, "read"], memory_bytes, env=_child_env())
+    try:
+        return worker.ask(request, what=what, time_s=time_s)
+    finally:
+        with _POOL_LOCK:
+            _POOL[memory_bytes].append(worker)
+
+
+def _close_workers() -> None:
+    with _POOL_LOCK:
+        for workers in _POOL.values():
+            for worker in workers:
+                worker.close()
+
+
+atexit.register(_close_workers)
+
+
+def _child_env() -> dict[str, str]:
+    return {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}  # numpy's pools grow per core
+
+
+def _child(request: dict[str, Any], what: str, limit_s: float, limits: Limits, deadline: Deadline
+           ) -> dict[str, Any]:
+    time_s = deadline.step(limit_s, what)
+    if request["op"] == "read":
+        return _ask_worker(request, what, time_s, limits.memory_bytes)
+    done = run_bounded([*READER, request["op"]], what=what, time_s=time_s, memory_bytes=limits.memory_bytes,
+                       stdin=json.dumps(request).encode() + b"\n", env=_child_env())
+    try:
+        answer = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        last = (done.stderr_tail.splitlines() or ["no output"])[-1]
+        raise LimitExceeded(f"{what} failed (exit {done.returncode}): {last}") from None
+    if answer.get("error") == "memory":
+        raise LimitExceeded(f"{what} ran past its {size_text(limits.memory_bytes)} memory limit")
+    return answer
+
+
+def read_cells(path: Path, *, position: str | None, ranges: list[Any] | None, uncached: bool, limits: Limits,
+               deadline: Deadline) -> dict[str, Any]:
+    """The reader's answer for one workbook; raises WorkbookError or ScoringError for what it reports."""
+    answer = _child({"op": "read", "path": str(path), "position": position, "ranges": ranges,
+                     "uncached": uncached}, f"reading {path.name}", limits.read_s, limits, deadline)
+    if answer.get("error") == "unreadable":
+        raise WorkbookError(f"{path.name} {answer['message']}", path)
+    if "error" in answer:
+        raise ScoringError(answer["message"])
+    return answer
+
+
+def _values(answer: dict[str, Any], engine: str, notes: list[str]) -> WorkbookValues:
+    sheets = {}
+    for name, (max_row, max_col) in answer["sizes"].items():
+        cells = {(r, c): decode(v) for r, c, v in answer["cells"].get(name, [])}
+        sheets[name] = SheetValues(name, cells, max_row, max_col)
+    return WorkbookValues(answer["sheetnames"], [tuple(b) for b in answer["ranges"]], sheets, engine, notes)
+
+
+def load_values(path: Path, *, position: str | None = None, ranges: list[Any] | None = None,
+                engine: EngineChoice | None = None, limits: Limits | None = None,
+                deadline: Deadline | None = None) -> WorkbookValues:
+    """The answer cells of one workbook: `position` resolves against its own sheets (a golden),
+    `ranges` are already resolved (an output). Raises WorkbookError, ScoringError or LimitExceeded."""
+    if (position is None) == (ranges is None):
+        raise ValueError("load_values needs either an answer_position or resolved ranges")
+    limits = limits or Limits()
+    deadline = deadline or Deadline(limits.case_s)
+    choice = chosen_engine(engine)
     path = Path(path)
     if not path.is_file():
         raise WorkbookError(f"{path.name} does not exist", path)
-    try:
-        return openpyxl.load_workbook(path, data_only=data_only)
-    except zipfile.BadZipFile:
-        raise WorkbookError(f"{path.name} is not an xlsx workbook (not a zip archive)", path) from None
-    except Exception as e:  # openpyxl raises many kinds on damaged files
-        raise WorkbookError(f"{path.name} cannot be read: {type(e).__name__}: {e}", path) from None
-
-
-def formula_cells(wb: Any) -> list[tuple[str, int, int]]:
-    """(sheet, row, column) of every formula cell."""
-    out = []
-    for ws in wb.worksheets:
-        for row in ws.iter_rows():
-            for cell in row:
-                if cell.data_type == "f":
-                    out.append((ws.title, cell.row, cell.column))
-    return out
-
-
-def _sheet_values(wb: Any, computed: dict[tuple[str, int, int], Any] | None = None) -> list[SheetValues]:
-    """Cell values per sheet; `computed` replaces formula cells (as a date where the cell is formatted as one)."""
-    from openpyxl.styles.numbers import is_date_format
-
-    sheets = []
-    for ws in wb.worksheets:
-        cells: dict[tuple[int, int], Any] = {}
-        for row in ws.iter_rows():
-            for cell in row:
-                value = cell.value
-                if computed is not None and cell.data_type == "f":
-                    value = computed.get((ws.title, cell.row, cell.column))
-                    if isinstance(value, (int, float)) and not isinstance(value, bool) \
-                            and is_date_format(cell.number_format):
-                        value = _from_serial(value)
-                if value is not None:
-                    cells[(cell.row, cell.column)] = value
-        sheets.append(SheetValues(ws.title, cells, ws.max_row, ws.max_column))
-    return sheets
-
-
-def _from_serial(value: float) -> dt.datetime | float:
-    try:
-        from openpyxl.utils.datetime import from_excel
-
-        return from_excel(value)
-    except (ValueError, OverflowError):
-        return value
-
-
-def load_values(path: Path, *, engine: EngineChoice | None = None, prefer_cached: bool = False) -> WorkbookValues:
-    """Values of every cell, formulas recalculated. `prefer_cached` keeps a value the file already
-    caches (the reference workbook saved by Excel) when only the Python engine is available, since that
-    engine lacks some Excel functions. Raises WorkbookError for a missing or unreadable file."""
-    return load_many([Path(path)], engine=engine, prefer_cached=[prefer_cached])[0]
-
-
-def load_many(paths: list[Path], *, engine: EngineChoice | None = None, prefer_cached: list[bool] | None = None
-              ) -> list[WorkbookValues]:
-    """As load_values for several files (`prefer_cached` per file), with one LibreOffice start for all."""
-    choice = chosen_engine(engine)
-    prefer = prefer_cached or [False] * len(paths)
-    books = [open_workbook(p, data_only=False) for p in paths]
-    needs = [i for i, wb in enumerate(books) if formula_cells(wb)]
-    results: list[WorkbookValues | None] = [None] * len(paths)
-    for i, wb in enumerate(books):
-        if i not in needs:
-            results[i] = WorkbookValues(_sheet_values(wb), engine="none")
-    office = libreoffice()
     notes: list[str] = []
-    if needs and choice in ("auto", "libreoffice") and office:
+    formulas = has_formulas(path, limits)
+    office = libreoffice() if formulas and choice != "formulas" else None
+    if formulas and choice == "libreoffice" and office is None:
+        notes.append("LibreOffice is not installed; used cached values and the formulas engine")
+    if office is not None:
+        work = Path(tempfile.mkdtemp(prefix="unscaffold-recalc-"))
         try:
-            converted = _libreoffice_convert(office, [paths[i] for i in needs])
-            try:
-                for i, conv in zip(needs, converted, strict=True):
-                    results[i] = WorkbookValues(_sheet_values(open_workbook(conv, data_only=True)),
-                                                engine="libreoffice")
-            finally:
-                shutil.rmtree(converted[0].parent.parent, ignore_errors=True)
-            needs = []
-        except (OSError, subprocess.SubprocessError, WorkbookError) as e:
-            notes.append(f"LibreOffice failed ({type(e).__name__}: {e}); used the formulas engine")
-    elif needs and choice == "libreoffice":
-        notes.append("LibreOffice is not installed; used the formulas engine")
-    for i in needs:
-        results[i] = _formulas_values(paths[i], books[i], prefer[i], notes)
-    return [r for r in results if r is not None]
+            converted = _libreoffice_convert(office, path, work, limits, deadline)
+            return _values(read_cells(converted, position=position, ranges=ranges, uncached=False, limits=limits,
+                                      deadline=deadline), "libreoffice", notes)
+        except (LimitExceeded, WorkbookError) as e:
+            notes.append(f"LibreOffice failed on {path.name} ({e}); used cached values and the formulas engine")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    answer = read_cells(path, position=position, ranges=ranges, uncached=formulas, limits=limits, deadline=deadline)
+    values = _values(answer, "cached" if formulas else "none", notes)
+    missing = [tuple(c) for c in answer.get("uncached", [])]
+    if missing:
+        _compute(path, missing, values, limits, deadline)
+    return values
 
 
-def _formulas_values(path: Path, wb: Any, prefer_cached: bool, notes: list[str]) -> WorkbookValues:
-    cached = _sheet_values(open_workbook(path, data_only=True))
-    cached_by = {(s.name, r, c): v for s in cached for (r, c), v in s.cells.items()}
+def _compute(path: Path, missing: list[tuple[str, int, int]], values: WorkbookValues, limits: Limits,
+             deadline: Deadline) -> None:
+    """Fill formula cells without a cached value from the `formulas` engine, or say why it cannot."""
     try:
-        computed = evaluate_formulas(path, wb)
-    except Exception as e:  # an engine bug must not sink scoring; cached values are the fallback
-        notes.append(f"formulas engine failed ({type(e).__name__}: {e}); used cached values")
-        return WorkbookValues(cached, engine="cached", notes=list(notes))
-    if prefer_cached:
-        computed = {k: cached_by.get(k, v) for k, v in computed.items()}
-    return WorkbookValues(_sheet_values(wb, computed), engine="formulas", notes=list(notes))
+        answer = _child({"op": "formulas", "path": str(path), "cells": missing},
+                        f"the formulas engine on {path.name}", limits.formulas_s, limits, deadline)
+        if "error" in answer:
+            raise LimitExceeded(f"the formulas engine failed on {path.name}: {answer['message']}")
+    except LimitExceeded as e:
+        values.notes.append(str(e))
+        raise ScoringError(f"{len(missing)} formula cell(s) of {path.name} in answer_position have no cached "
+                           f"value and could not be computed: {e}") from None
+    values.engine = "formulas"
+    computed = {(s, r, c): decode(v) for s, r, c, v in answer["values"]}
+    errors = []
+    for cell in missing:
+        sheet, row, col = cell
+        if cell not in computed:
+            raise ScoringError(f"the formulas engine gave no value for {_cell(sheet, row, col)} of {path.name}")
+        value = computed[cell]
+        if value is not None:
+            values.sheets[sheet].cells[(row, col)] = value
+        if isinstance(value, str) and value.startswith("#"):
+            errors.append(f"{_cell(sheet, row, col)}={value}")
+    if errors:
+        values.notes.append(f"the formulas engine gave error values ({', '.join(errors[:3])}"
+                            + (", ..." if len(errors) > 3 else "") + "); it lacks some Excel functions")
 
 
-def evaluate_formulas(path: Path, wb: Any) -> dict[tuple[str, int, int], Any]:
-    """Every formula cell's value from the `formulas` engine: (sheet, row, column) -> value."""
-    import formulas
-    from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
-
-    by_key = {ws.title.upper(): ws.title for ws in wb.worksheets}
-    wanted = set(formula_cells(wb))
-    with _FORMULAS_LOCK:
-        _quiet_formulas()
-        model = formulas.ExcelModel().loads(str(path)).finish()
-        solution = model.calculate()
-    out: dict[tuple[str, int, int], Any] = {}
-    for key, ranges in solution.items():
-        m = re.match(r"^'?\[[^\]]*\](.*?)'?!([A-Z]+[0-9]+)$", str(key))
-        if not m or m.group(1) not in by_key:
-            continue
-        letters, row = coordinate_from_string(m.group(2))
-        cell = (by_key[m.group(1)], row, column_index_from_string(letters))
-        if cell in wanted:
-            out[cell] = _plain(getattr(ranges, "value", ranges))
-    return out
+def _cell(sheet: str, row: int, col: int) -> str:
+    return f"{quote_sheet(sheet)}!{column_letters(col)}{row}"
 
 
-def _plain(value: Any) -> Any:
-    """A Python scalar from the engine's result (a 1x1 array, numpy types, error objects)."""
-    while hasattr(value, "shape") and getattr(value, "ndim", 0) > 0:
-        value = value.flat[0] if value.size else None
-    if isinstance(value, str):  # error values are a str subclass
-        return str(value)
-    if hasattr(value, "item"):
-        value = value.item()
-    if value is None or isinstance(value, (bool, int, float, str, dt.datetime)):
-        return value
-    text = str(value)
-    return None if text in ("", "empty", "EMPTY") else text
-
-
-def _quiet_formulas() -> None:
-    """The engine draws a tqdm progress bar on stderr; give its module a silent one instead."""
-    import types
-
-    import formulas.excel as excel
-
-    class Silent:
-        total = 0
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            pass
-
-        def __enter__(self) -> Silent:
-            return self
-
-        def __exit__(self, *exc: Any) -> bool:
-            return False
-
-        def update(self, *args: Any, **kwargs: Any) -> None:
-            return None
-
-        def refresh(self) -> None:
-            return None
-
-    if not getattr(excel.tqdm, "_unscaffold_silent", False):
-        excel.tqdm = types.SimpleNamespace(tqdm=Silent, _unscaffold_silent=True)
-
-
-def _profile() -> Path:
-    """A LibreOffice user profile per thread: instances sharing one profile refuse to run together."""
-    key = threading.get_ident()
+def _profile_dir() -> Path:
+    """A LibreOffice user profile per thread, reused (a fresh one costs a second per conversion):
+    instances sharing one profile refuse to run together."""
     with _PROFILE_LOCK:
-        if key not in _PROFILES:
-            if not _PROFILE_ROOT:
-                _PROFILE_ROOT.append(Path(tempfile.mkdtemp(prefix="unscaffold-lo-")))
-                atexit.register(shutil.rmtree, _PROFILE_ROOT[0], True)
-            _PROFILES[key] = _PROFILE_ROOT[0] / f"profile-{len(_PROFILES)}"
-        return _PROFILES[key]
+        if not _PROFILE_ROOT:
+            _PROFILE_ROOT.append(Path(tempfile.mkdtemp(prefix="unscaffold-lo-")))
+            atexit.register(shutil.rmtree, _PROFILE_ROOT[0], True)
+    return _PROFILE_ROOT[0] / f"profile-{threading.get_ident()}"
 
 
-def _libreoffice_convert(office: str, paths: list[Path]) -> list[Path]:
-    """Open and re-save each file with LibreOffice headless, which recalculates every formula."""
-    work = Path(tempfile.mkdtemp(prefix="unscaffold-recalc-"))
-    sources = []
-    for i, p in enumerate(paths):  # distinct, simple names: the output is named after the input
-        sources.append(work / "in" / f"book{i}.xlsx")
-        sources[-1].parent.mkdir(exist_ok=True)
-        shutil.copyfile(p, sources[-1])
-    out = work / "out"
-    argv = [office, f"-env:UserInstallation={_profile().as_uri()}", "--headless", "--norestore", "--nologo",
-            "--convert-to", "xlsx", "--outdir", str(out), *map(str, sources)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-                            env={**os.environ, "HOME": str(_profile().parent)})
+def _libreoffice_convert(office: str, path: Path, work: Path, limits: Limits, deadline: Deadline) -> Path:
+    """Open and re-save the file with LibreOffice headless, which recalculates every formula."""
+    source = work / "in" / "book.xlsx"  # a plain name: LibreOffice names its output after the input
+    source.parent.mkdir()
+    shutil.copyfile(path, source)
+    profile = _profile_dir()
+    what = f"LibreOffice converting {path.name}"
     try:
-        log, _ = proc.communicate(timeout=LIBREOFFICE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        shutil.rmtree(work, ignore_errors=True)
+        done = run_bounded([office, f"-env:UserInstallation={profile.as_uri()}", "--headless", "--norestore",
+                            "--nologo", "--calc", "--convert-to", "xlsx:Calc MS Excel 2007 XML", "--outdir",
+                            str(work / "out"), str(source)],
+                           what=what, time_s=deadline.step(limits.libreoffice_s, what),
+                           memory_bytes=limits.memory_bytes, env={**os.environ, "HOME": str(profile.parent)})
+    except LimitExceeded:
+        shutil.rmtree(profile, ignore_errors=True)  # a killed instance can leave it locked
         raise
-    results = [out / s.name for s in sources]
-    missing = [r.name for r in results if not r.is_file()]
-    if proc.returncode != 0 or missing:
-        shutil.rmtree(work, ignore_errors=True)
-        tail = log.decode(errors="replace").strip()[-200:]
-        raise WorkbookError(f"conversion failed (exit {proc.returncode}, missing {missing}): {tail}")
-    return results
+    converted = work / "out" / "book.xlsx"
+    if done.returncode != 0 or not converted.is_file():
+        last = (done.stderr_tail.splitlines() or ["no message"])[-1][-200:]
+        raise WorkbookError(f"conversion failed (exit {done.returncode}): {last}", path)
+    return converted

@@ -1,9 +1,9 @@
 """`spreadsheet`: SpreadsheetBench-style tasks, built in (train/test) or from a real folder (`--data`).
 
 The workspace holds `spreadsheets/{n}_{id}_input.xlsx`; the student writes `output/{n}_{id}_output.xlsx`.
-Golden workbooks never enter it: real ones stay in the data folder, built-in ones are written to
-`TRIAL/golden/` only when the trial is scored. `/task/task.json` (read-only) repeats the task's fields,
-no answers, for the h* checks, which see no transcript.
+Golden workbooks never enter it, nor the trial folder: real ones stay in the data folder, built-in
+ones are written to a private temporary folder only while the trial is scored. `/task/task.json`
+(read-only) repeats the task's fields, no answers, for the h* checks, which see no transcript.
 """
 
 from __future__ import annotations
@@ -11,13 +11,16 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
+import tempfile
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from unscaffold.benchmarks.base import Score, Suite, Task
 from unscaffold.benchmarks.spreadsheet import tasks as builtin
+from unscaffold.benchmarks.spreadsheet.intake import Refused, take_out
 from unscaffold.benchmarks.spreadsheet.loader import Dataset, RealTask, load_dataset
+from unscaffold.benchmarks.spreadsheet.recalc import Limits, engine_summary
 from unscaffold.benchmarks.spreadsheet.scorer import score_cases
 from unscaffold.errors import InputError
 from unscaffold.iojson import write_text_atomic
@@ -139,22 +142,33 @@ class SpreadsheetSuite(Suite):
                   f"{shlex.quote(f'output/{output_name(task.id, case.number)}')}" for case in real.cases]
         return ["mkdir -p output && " + " && ".join(copies)]
 
-    def golden_paths(self, task: Task, trial_dir: Path) -> list[tuple[int, Path]]:
-        """(case number, golden workbook); built-in goldens are written here, at scoring time."""
+    def golden_paths(self, task: Task, private: Path) -> list[tuple[int, Path]]:
+        """(case number, golden workbook): real ones stay in the data folder, built-in ones are
+        written to `private`, a folder of the scorer's own that no student can reach."""
         real = self.real(task.id)
         if real is not None:
             return [(case.number, case.golden) for case in real.cases]
-        path = trial_dir / "golden" / f"1_{task.id}_golden.xlsx"
+        path = private / f"1_{task.id}_golden.xlsx"
         builtin.write_workbook(self.built[task.id].golden, path)
         return [(1, path)]
 
     def score(self, task: Task, trial_dir: Path, sandbox: Sandbox, trajectory: Trajectory) -> Score:
-        """Compare the answer range of each output with its golden workbook on the host; the
-        sandbox is not needed (nothing of the student's runs here, only openpyxl and the recalculation)."""
-        out_dir = trial_dir / "workspace" / "output"
-        cases = [(golden, out_dir / output_name(task.id, n), f"output/{output_name(task.id, n)}")
-                 for n, golden in self.golden_paths(task, trial_dir)]
-        return score_cases(cases, task.meta["answer_position"])
+        """Compare the answer range of each output with its golden workbook on the host. Each output is
+        copied out of the workspace first, following no link and within the size limit (intake.py);
+        goldens and copies live in a private folder only while scoring."""
+        limits = Limits()
+        with tempfile.TemporaryDirectory(prefix="unscaffold-score-") as tmp:
+            private = Path(tmp)
+            cases: list[tuple[Path, Path | Refused, str]] = []
+            for n, golden in self.golden_paths(task, private):
+                relative = f"output/{output_name(task.id, n)}"
+                copy = take_out(trial_dir / "workspace", relative, private / output_name(task.id, n), limits.file_bytes)
+                cases.append((golden, copy, relative))
+            return score_cases(cases, task.meta["answer_position"], limits=limits)
+
+    def describe(self) -> dict[str, str]:
+        """For results.json: where the tasks come from and which engine recalculates formulas."""
+        return {"data": str(self.data) if self.data else "built-in", "scoring_engine": engine_summary()}
 
     def leak_markers(self) -> list[str]:
         """Task ids and the distinctive gold values the student has to work out (not copied from the

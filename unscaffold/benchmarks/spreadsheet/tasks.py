@@ -68,7 +68,7 @@ class BuiltTask:
         """(sheet, coordinate) of every cell the scorer compares, resolved on the golden workbook."""
         sheets = {s.name: s for s in self.golden}
         out = []
-        for rng in parse_answer_position(self.answer_position):
+        for rng in parse_answer_position(self.answer_position, list(sheets)):
             sheet = sheets[rng.sheet if rng.sheet is not None else self.golden[0].name]
             inp = next((s for s in self.inputs if s.name == sheet.name), Sheet(sheet.name))
             max_row, max_col = used_size(sheet.cells, inp.cells)
@@ -548,7 +548,7 @@ print(f"formulas recalculated: {{len(solution)}} cells, no error values")"""
 def verify_command(task: BuiltTask, input_path: str, output_path: str) -> str:
     """Reopen the saved output beside the input: prefilled cells unchanged, answer cells filled."""
     boxes = []
-    for rng in parse_answer_position(task.answer_position):
+    for rng in parse_answer_position(task.answer_position, [s.name for s in task.golden]):
         sheet = rng.sheet if rng.sheet is not None else task.golden[0].name
         boxes.append((sheet, *rng.bounds(*used_size(*(s.cells for s in task.inputs if s.name == sheet)))))
     keep = task.instruction_type == CELL_LEVEL

@@ -29,7 +29,7 @@ def main() -> int:
         except Problem:
             continue
         computed = evaluate(target) if has_formulas(out) else None
-        flags = range_flags(src, out, answer_ranges(fields["answer_position"], src.sheetnames[0]), computed)
+        flags = range_flags(src, out, answer_ranges(fields["answer_position"], src.sheetnames), computed)
         blocking = [f for f in flags if f.startswith(BLOCKING)]
         warnings = [f for f in flags if not f.startswith(BLOCKING)]
         if blocking or (warnings and first_time(target + "\n".join(warnings))):

@@ -56,10 +56,12 @@ def find_sheet(wb: Any, name: str) -> Any:
     return wb[folded[0]] if len(folded) == 1 else None
 
 
-def answer_ranges(position: str, first_sheet: str) -> list[CellRange]:
-    """The ranges of an answer_position; a range without a sheet is on `first_sheet`."""
+def answer_ranges(position: str, sheetnames: list[str]) -> list[CellRange]:
+    """The ranges of an answer_position read against the workbook's sheets, as the scorer reads them;
+    a range without a sheet is on the first one."""
+    first_sheet = sheetnames[0]
     try:
-        ranges = parse_answer_position(position)
+        ranges = parse_answer_position(position, sheetnames)
     except ValueError as e:
         raise Problem(f"answer_position: {e}") from None
     return [CellRange(r.sheet if r.sheet is not None else first_sheet, r.min_col, r.min_row, r.max_col, r.max_row)

@@ -38,7 +38,7 @@ def main() -> int:
     position = args.get("answer_position")
     if position:
         counts = {"prefilled": [], "formula": [], "empty": 0}
-        for rng in answer_ranges(position, wb.sheetnames[0]):
+        for rng in answer_ranges(position, wb.sheetnames):
             ws = find_sheet(wb, rng.sheet or "")
             if ws is None:
                 print(f"\nanswer_position sheet {rng.sheet!r} is not in the workbook (to be created?)")

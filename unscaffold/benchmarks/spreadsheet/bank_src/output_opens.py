@@ -11,7 +11,7 @@ def main() -> int:
     for source, target in files:
         out = open_book(target)  # a missing or broken file is a Problem: printed, exit 1
         src = open_book(source)
-        for rng in answer_ranges(fields["answer_position"], src.sheetnames[0]):
+        for rng in answer_ranges(fields["answer_position"], src.sheetnames):
             if find_sheet(out, rng.sheet or "") is None:
                 print(f"{target} has no sheet {rng.sheet!r}, which answer_position names (it has {out.sheetnames})")
                 return 1

@@ -19,7 +19,7 @@ def main() -> int:
             src, out = open_book(source), open_book(target)
         except Problem:
             continue
-        changes = prefilled_changes(src, out, answer_ranges(fields["answer_position"], src.sheetnames[0]))
+        changes = prefilled_changes(src, out, answer_ranges(fields["answer_position"], src.sheetnames))
         if changes:
             print(f"{target}: {len(changes)} prefilled cell(s) of answer_position differ from {source}; they are "
                   "examples of the expected values, restore them and check your rule against them: "

@@ -26,7 +26,7 @@ FAILING = ("ALL_EMPTY", "FORMULA_STRING", "ERROR_LITERAL")
 def main() -> int:
     args = arguments()
     src, out = open_book(args["input"]), open_book(args["output"])
-    ranges = answer_ranges(args["answer_position"], src.sheetnames[0])
+    ranges = answer_ranges(args["answer_position"], src.sheetnames)
     computed = evaluate(args["output"]) if has_formulas(out) else None
     if has_formulas(out) and computed is None:
         print("note: formulas are not recalculated here (neither LibreOffice nor `formulas` is available)")

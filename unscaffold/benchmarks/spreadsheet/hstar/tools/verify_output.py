@@ -29,6 +29,10 @@ _SPACES = re.compile('[\\s\\u00a0\\u2007\\u202f\\ufeff]+')
 
 _ENDPOINT = re.compile('^([A-Z]{0,3})([0-9]*)$')
 
+_OFFICIAL_CELL = re.compile('^\\$?([A-Za-z]{1,3})\\$?([0-9]+)$')
+
+_OFFICIAL_CORNER = re.compile('^([A-Z]{1,3})([0-9]+)$')
+
 class RangeError(ValueError):
     pass
 
@@ -143,7 +147,47 @@ def _parse_part(part: str) -> CellRange:
         raise RangeError(f'{part!r} has an empty sheet name')
     return parse_ref(pieces[-1], sheet, part)
 
-def parse_answer_position(text: str) -> list[CellRange]:
+def _official_ref(ref: str, sheet: str | None) -> CellRange | None:
+    if ':' not in ref:
+        m = _OFFICIAL_CELL.match(ref)
+        corners = [m, m] if m else []
+    else:
+        corners = [_OFFICIAL_CORNER.match(end) for end in ref.split(':')]
+    if len(corners) != 2 or not all(corners):
+        return None
+    (c1, r1), (c2, r2) = [(column_index(m.group(1)), int(m.group(2))) for m in corners]
+    if not (1 <= c1 <= c2 <= MAX_COL and 1 <= r1 <= r2 <= MAX_ROW):
+        return None
+    return CellRange(sheet, c1, r1, c2, r2)
+
+def official_ranges(text: str) -> list[CellRange] | None:
+    out = []
+    for part in text.split(','):
+        sheet: str | None = None
+        ref = part
+        if '!' in part:
+            pieces = part.split('!')
+            if len(pieces) != 2 or not pieces[0].strip("'"):
+                return None
+            sheet, ref = (pieces[0].strip("'"), pieces[1])
+        rng = _official_ref(ref.strip("'"), sheet)
+        if rng is None:
+            return None
+        out.append(rng)
+    return out
+
+def parse_answer_position(text: str, sheetnames: list[str] | None=None) -> list[CellRange]:
+    official = official_ranges(text)
+    if official is not None and (sheetnames is None or all((r.sheet is None or r.sheet in sheetnames for r in official))):
+        return official
+    try:
+        return excel_ranges(text)
+    except RangeError:
+        if official is not None:
+            return official
+        raise
+
+def excel_ranges(text: str) -> list[CellRange]:
     parts = [p for p in _split_top_level(text, ',') if p.strip(' \t\xa0')]
     if not parts:
         raise RangeError(f'{text!r} names no cells')
@@ -202,9 +246,10 @@ def find_sheet(wb: Any, name: str) -> Any:
     folded = [s for s in wb.sheetnames if ' '.join(s.split()).casefold() == ' '.join(name.split()).casefold()]
     return wb[folded[0]] if len(folded) == 1 else None
 
-def answer_ranges(position: str, first_sheet: str) -> list[CellRange]:
+def answer_ranges(position: str, sheetnames: list[str]) -> list[CellRange]:
+    first_sheet = sheetnames[0]
     try:
-        ranges = parse_answer_position(position)
+        ranges = parse_answer_position(position, sheetnames)
     except ValueError as e:
         raise Problem(f'answer_position: {e}') from None
     return [CellRange(r.sheet if r.sheet is not None else first_sheet, r.min_col, r.min_row, r.max_col, r.max_row) for r in ranges]
@@ -325,7 +370,7 @@ FAILING = ("ALL_EMPTY", "FORMULA_STRING", "ERROR_LITERAL")
 def main() -> int:
     args = arguments()
     src, out = open_book(args["input"]), open_book(args["output"])
-    ranges = answer_ranges(args["answer_position"], src.sheetnames[0])
+    ranges = answer_ranges(args["answer_position"], src.sheetnames)
     computed = evaluate(args["output"]) if has_formulas(out) else None
     if has_formulas(out) and computed is None:
         print("note: formulas are not recalculated here (neither LibreOffice nor `formulas` is available)")
