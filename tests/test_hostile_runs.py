@@ -70,9 +70,9 @@ def test_harbor_host_file_is_never_overwritten_through_tests(tmp_path: Path, wri
     ("python3 -c \"print('[' * 990 + ']' * 990)\" > /logs/verifier/reward.json",
      "reward.json is nested too deeply"),
     ("truncate -s 100M /logs/verifier/reward.txt",
-     "the verifier's reward.txt is 104,857,600 bytes, over the limit of 65,536"),
+     "the verifier's reward.txt is 100 MB, over the 64 KB limit"),
     (f"echo {HOST_CANARY} > /tmp/c; ln -s /tmp/c /logs/verifier/reward.txt",
-     "the verifier's reward.txt is a symbolic link or not a folder: refused"),
+     "the verifier's reward.txt is a symbolic link; the scorer follows no links"),
 ])
 def test_bad_rewards_are_verifier_errors_and_results_still_written(tmp_path: Path, write_replay, verifier: str,
                                                                     reason: str) -> None:
@@ -131,7 +131,7 @@ def test_retrosynthesis_links_crashes_and_floods_cost_only_their_trial(tmp_path:
         tasks[2]: f"echo {CARBONS} > answer.txt",
         tasks[3]: f"echo '{honest}' > answer.txt",
     })
-    link = "answer.txt is a symbolic link or not a folder: refused"
+    link = "answer.txt is a symbolic link; the scorer follows no links"
     assert (results[tasks[0]]["reason"], results[tasks[1]]["reason"]) == (link, link)
     assert results[tasks[2]]["outcome"] == "verifier_error"
     assert results[tasks[2]]["reason"] == "RDKit scoring of answer.txt crashed (exit code -11)"

@@ -58,7 +58,7 @@ def test_a_link_to_the_golden_is_refused(suite: SpreadsheetSuite, tmp_path: Path
     score = suite.score(task, trial_dir, None, None)  # type: ignore[arg-type]
     reason = f"{OUTPUT} is a symbolic link; the scorer follows no links"
     assert (score.reward, score.reason, score.outcome) == (0.0, reason, None)
-    assert score.details["refused_links"] == [reason]
+    assert score.details["refused_artifact"] == [reason]
     assert score.details["cases"][0]["refused_link"] is True
 
 

@@ -85,6 +85,23 @@ def validation_error(source: str, err: ValidationError, prefix: str = "") -> Inp
     return InputError(source, field, first["msg"])
 
 
+def load_toml_model(path: Path, model: type[M], missing: str = "file not found") -> M:
+    """A TOML file validated as `model`; any problem is one line naming the file (and the field)."""
+    import tomllib
+
+    source = str(path)
+    try:
+        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(source, None, missing) from None
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(source, None, f"invalid TOML: {e}") from None
+    try:
+        return model.model_validate(raw)
+    except ValidationError as e:
+        raise validation_error(source, e) from None
+
+
 def load_model(path: Path, model: type[M]) -> M:
     data = read_json(path)
     try:

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from unscaffold.behaviors.detector import DetectorSpec
 from unscaffold.errors import InputError
-from unscaffold.iojson import resolve_inside, validation_error
+from unscaffold.iojson import load_toml_model, resolve_inside
 
 NAME = r"^[a-z][a-z0-9_-]{0,63}$"
 MEMORY_SECTIONS = ("Trigger", "Evidence", "Intervention", "Do not trigger")
@@ -180,16 +179,8 @@ def parse_memory(text: str, source: str) -> dict[str, str]:
 def load_bank(root: Path) -> Bank:
     root = Path(root)
     source = str(root / "manifest.toml")
-    try:
-        raw = tomllib.loads((root / "manifest.toml").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(source, None, "file not found (a bank is a folder with manifest.toml)") from None
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(source, None, f"invalid TOML: {e}") from None
-    try:
-        manifest = Manifest.model_validate(raw)
-    except ValidationError as e:
-        raise validation_error(source, e) from None
+    manifest = load_toml_model(root / "manifest.toml", Manifest,
+                               missing="file not found (a bank is a folder with manifest.toml)")
     seen: set[str] = set()
     for kind in ("tools", "checks", "skills", "memory"):
         for i, item in enumerate(getattr(manifest, kind)):

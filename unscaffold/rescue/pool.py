@@ -14,10 +14,10 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from unscaffold.errors import InputError
-from unscaffold.iojson import resolve_inside, validation_error
+from unscaffold.iojson import load_toml_model, resolve_inside
 from unscaffold.knowledge.bank import NAME, load_bank
 
 BASE = "base"  # the parent name of a sibling evolved straight from the base harness
@@ -100,16 +100,7 @@ def shipped_pool(suite: str) -> Path:
 
 def load_pool(path: Path) -> Pool:
     source = str(path)
-    try:
-        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(source, None, "file not found") from None
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(source, None, f"invalid TOML: {e}") from None
-    try:
-        spec = PoolFile.model_validate(raw)
-    except ValidationError as e:
-        raise validation_error(source, e) from None
+    spec = load_toml_model(Path(path), PoolFile)
     names = [s.name for s in spec.siblings]
     for i, s in enumerate(spec.siblings):
         if s.name in names[:i]:

@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from unscaffold.untrusted import size_text
+
 STDERR_TAIL = 400
 _OUT_OF_MEMORY = ("MemoryError", "Cannot allocate memory", "Memory allocation", "std::bad_alloc", "out of memory")
 # Runs in the child before the real program: lower the limits, then become it (stdlib only, `-I`).
@@ -37,14 +39,6 @@ _WRAPPER = (
     "limit(resource.RLIMIT_CPU, int(sys.argv[2]), 1)\n"
     "os.execvp(sys.argv[3], sys.argv[3:])\n"
 )
-
-
-def size_text(n: int) -> str:
-    """Bytes in the unit a person reads: `512 bytes`, `40 KB`, `64 MB`."""
-    for unit, shift in (("GB", 30), ("MB", 20), ("KB", 10)):
-        if n >= 1 << shift:
-            return f"{n / (1 << shift):.3g} {unit}"
-    return f"{n} bytes"
 
 
 class LimitExceeded(Exception):

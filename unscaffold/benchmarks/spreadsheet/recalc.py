@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from unscaffold.benchmarks.spreadsheet.bounded import Deadline, LimitExceeded, Worker, run_bounded, size_text
+from unscaffold.benchmarks.spreadsheet.bounded import Deadline, LimitExceeded, Worker, run_bounded
 from unscaffold.benchmarks.spreadsheet.ranges import column_letters, quote_sheet
 from unscaffold.benchmarks.spreadsheet.reader import decode
+from unscaffold.untrusted import size_text
 
 EngineChoice = Literal["auto", "libreoffice", "formulas"]
 ENGINE_ENV = "UNSCAFFOLD_SPREADSHEET_ENGINE"

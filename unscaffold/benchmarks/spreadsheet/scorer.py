@@ -37,6 +37,7 @@ from unscaffold.benchmarks.spreadsheet.recalc import (
     load_values,
 )
 from unscaffold.benchmarks.spreadsheet.values import same_value, show
+from unscaffold.untrusted import REFUSED
 
 MAX_LISTED = 5
 VERIFIER_ERROR = "verifier_error"
@@ -171,7 +172,7 @@ def score_cases(cases: list[tuple[Path, Path | Refused, str]], answer_position: 
     }
     refused = [r.reason for r in results if r.refused_link]
     if refused:
-        details["refused_links"] = refused
+        details[REFUSED] = refused
     judged = [r for r in results if not r.passed and r.outcome is None]
     failed = judged[0] if judged else next((r for r in results if not r.passed), None)
     return Score(reward=1.0 if results and failed is None else 0.0, reason=failed.reason if failed else None,
