@@ -88,7 +88,9 @@ def skill_edit(name: str, phrases: list[str], causes: list[str], extra: str = ""
 def single_scenario(root: Path, editor_entries: list[Any] | None = None) -> dict[str, str]:
     """Round 1: causes over rxn-001/rxn-002 (rxn-007 a single-task failure); the edit adds X."""
     analyst = {"r1.analyst": [{"causes": [cause("unmapped-leaving-group", ["rxn-001", "rxn-002"])],
-                               "single_task_failures": [{"task": "rxn-007", "note": "wrong reactant"}]}]}
+                               "single_task_failures": [{"task": "rxn-007", "note": "wrong reactant"}]}],
+               **{f"r{r}.analyst": [{"single_task_failures": [{"task": t, "note": "seen once"}
+                                                              for t in ("rxn-004", "rxn-007")]}] for r in (2, 3)}}
     editor = {"r1.editor": editor_entries or [skill_edit("leaving-group", [X], ["unmapped-leaving-group"])]}
     return write_specs(root, student(SINGLE), analyst, editor)
 
@@ -115,3 +117,11 @@ def write_specs(root: Path, student_entries: dict, analyst: dict, editor: dict) 
     specs["base"] = str(write_base_bank(root / "base_bank")) if not (root / "base_bank").exists() \
         else str(root / "base_bank")
     return specs
+
+
+if __name__ == "__main__":  # writes the replay example of the README
+    import sys
+
+    target = Path(sys.argv[1] if len(sys.argv) > 1 else "examples/evolve")
+    single_scenario(target / "single")
+    pool_scenario(target / "pool")

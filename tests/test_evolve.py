@@ -113,7 +113,8 @@ def test_pool_locality_coverage_and_overlap(tmp_path: Path) -> None:
         ("sib-01", "base", ["leaving", "protect"], ["rxn-001", "rxn-002", "rxn-004"], ["rxn-008"]),
         ("sib-02", "base", ["deprotect", "scaffold"], ["rxn-002", "rxn-004", "rxn-005", "rxn-007"], []),
     ]
-    assert (pool.tasks, pool.sibling_coverage, pool.base_coverage, pool.base_samples, pool.base_single) == (6, 6, 1, 2, 1)
+    coverage = (pool.tasks, pool.sibling_coverage, pool.base_coverage, pool.base_samples, pool.base_single)
+    assert coverage == (6, 6, 1, 2, 1)
     [o] = pool.overlap
     assert (o.a, o.b, o.shared, o.union, o.jaccard) == ("sib-01", "sib-02", 2, 5, 0.4)
     out = tmp_path / "out"
@@ -135,6 +136,15 @@ def test_budget_stops_cleanly_and_a_larger_one_resumes(tmp_path: Path) -> None:
     again = evolve(config(tmp_path, specs, SINGLE, rounds=1))
     assert again.stopped is None and again.rounds[0].repaired == ["rxn-001", "rxn-002"]
     assert [e["key"] for e in llm_lines(tmp_path / "out")] == ["r1.analyst", "r1.editor"]
+
+
+def test_a_failing_model_stops_the_evolution_cleanly(tmp_path: Path) -> None:
+    specs = single_scenario(tmp_path / "in")
+    (tmp_path / "in" / "analyst.json").write_text("{}")
+    report = evolve(config(tmp_path, specs, SINGLE, rounds=1))
+    assert report.stopped == (f"the analyst ({specs['analyst']}) failed at step r1.analyst: {specs['analyst'][7:]}: "
+                              "no entries for task 'r1.analyst' and no '*' entry")
+    assert json.loads((tmp_path / "out" / "rounds.json").read_text())["stopped"] == report.stopped
 
 
 def test_test_tasks_and_other_settings_are_refused(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from unscaffold.errors import ModelError
 from unscaffold.evolve.accounting import delta
 from unscaffold.evolve.budget import BudgetExhausted
 from unscaffold.evolve.failures import passed
@@ -94,7 +95,7 @@ def evolve_pool(session: Session) -> EvolveReport:
                 if len(children) >= config.pool_size:
                     break
                 children += expand(session, r, parent, len(children))
-    except BudgetExhausted as e:
+    except (BudgetExhausted, ModelError) as e:  # stop cleanly; a re-run resumes
         report.stopped = str(e)
     if children:
         report.pool = pool_metrics(session, base, children) if report.stopped is None else None

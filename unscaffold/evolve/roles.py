@@ -23,8 +23,25 @@ MAX_TRIES = 3
 T = TypeVar("T")
 
 
+def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """A JSON schema without `$defs`/`$ref`, which not every tool-calling API resolves."""
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return walk(defs[node["$ref"].rsplit("/", 1)[-1]])
+            return {k: walk(v) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return walk(schema)
+
+
 def submit_tool(name: str, description: str, schema: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": schema}}
+    return {"type": "function", "function": {"name": name, "description": description,
+                                             "parameters": inline_refs(schema)}}
 
 
 class Role:
@@ -63,11 +80,10 @@ class Role:
                     pending = call.id if call else None
                     payload = (call.arguments if call.arguments is not None else call.raw_arguments or "") \
                         if call else (response.content or "")
-            except ModelError as e:
-                errors.append(f"no submission: {e}")
+            except ModelError as e:  # the model failed, not the submission: stop; a resume asks again
                 append_jsonl(self.out / LLM_LOG, {"key": key, "role": self.role, "spec": self.spec,
-                                                  "attempt": attempt, "error": errors[-1], "at": now_iso()})
-                break
+                                                  "attempt": attempt, "error": str(e), "at": now_iso()})
+                raise ModelError(f"the {self.role} ({self.spec}) failed at step {key}: {e}") from None
             entry = {"key": key, "role": self.role, "spec": self.spec, "attempt": attempt,
                      "usage": usage.model_dump(), "at": now_iso()}
             try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shutil
 
-from unscaffold.errors import UnscaffoldError
+from unscaffold.errors import ModelError, UnscaffoldError
 from unscaffold.evolve.accounting import delta
 from unscaffold.evolve.budget import BudgetExhausted
 from unscaffold.evolve.failures import passed
@@ -59,7 +59,7 @@ def evolve_single(session: Session) -> EvolveReport:
             if d.net > 0:
                 current, rewards, run_names = candidate.resolve(), after, names
             session.save()
-    except BudgetExhausted as e:
+    except (BudgetExhausted, ModelError) as e:  # stop cleanly; a re-run resumes
         report.stopped = str(e)
     final = config.out / "hstar"
     if final.exists():
