@@ -246,3 +246,15 @@ def test_edit_naming_a_file_of_one_task_is_rejected() -> None:
         Markers(task_ids=["q3"], gold=[], task_files=[]))
     with pytest.raises(InvalidSubmission, match="^change path `../x` must be relative to the bank and stay inside it$"):
         check_edit({"summary": "s", "causes": ["c"], "changes": [{"path": "../x", "content": ""}]}, ["c"])
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--single", "--pool", "2"], "error: --single and --pool exclude each other\n"),
+    (["--base", "/nonexistent-bank"], "error: /nonexistent-bank/manifest.toml: file not found (a bank is a folder "
+                                      "with manifest.toml)\n"),
+])
+def test_cli_refuses_bad_input_in_one_line(tmp_path: Path, extra: list[str], message: str) -> None:
+    specs = single_scenario(tmp_path / "in")
+    done = subprocess.run([*cli(specs, tmp_path / "out", specs["student"]), *extra], cwd=ROOT, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert (done.returncode, done.stderr) == (2, message)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from unscaffold.benchmarks import Task, load_suite
+from unscaffold.benchmarks import Suite, Task, load_suite
 from unscaffold.errors import InputError
 from unscaffold.evolve.budget import spent
 from unscaffold.evolve.config import EvolveConfig
@@ -23,33 +23,29 @@ REPORT = "rounds.json"
 
 
 def check_out_dir(config: EvolveConfig) -> None:
+    """DIR holds one evolution: resuming it with other settings would mix rounds of two."""
     path = config.out / CONFIG
-    if path.exists():
-        previous = read_json(path)
-        mine = config.identity()
-        theirs = {k: previous.get(k) for k in mine}
-        if theirs != mine:
-            diff = sorted(k for k in mine if mine[k] != theirs[k])
-            raise InputError(str(path), diff[0], f"the evolution in {config.out} was started with other "
-                             f"settings ({', '.join(diff)}); use another --out")
-    write_json_atomic(path, config.model_dump(mode="json"))
+    mine = config.identity()
+    theirs = read_json(path).get("identity", {}) if path.exists() else mine
+    changed = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+    if changed:
+        raise InputError(str(path), changed[0], f"the evolution in {config.out} was started with other settings "
+                         f"({', '.join(changed)}); use another --out")
+    write_json_atomic(path, {"identity": mine, "config": config.model_dump(mode="json")})
 
 
-def train_tasks(config: EvolveConfig) -> list[Task]:
-    suite = load_suite(config.suite, config.data)
+def train_tasks(suite: Suite, config: EvolveConfig) -> list[Task]:
     if config.split not in suite.splits():
         raise InputError("--split", None, f"suite {config.suite!r} has no {config.split!r} split "
                          f"(splits: {', '.join(str(s) for s in suite.splits())})")
-    tasks = suite.tasks(config.split)
-    if config.task_ids:
-        known = {t.id for t in tasks}
-        missing = [t for t in config.task_ids if t not in known]
-        if missing:
-            raise InputError("--tasks", None, f"{missing[0]!r} is not a task of the {config.split} split")
-        tasks = [t for t in tasks if t.id in set(config.task_ids)]
-    if not tasks:
+    by_id = {t.id: t for t in suite.tasks(config.split)}
+    wanted = list(dict.fromkeys(config.task_ids or by_id))
+    unknown = [t for t in wanted if t not in by_id]
+    if unknown:
+        raise InputError("--tasks", None, f"{unknown[0]!r} is not a task of the {config.split} split")
+    if not wanted:
         raise InputError("--split", None, "no tasks selected")
-    return tasks
+    return sorted((by_id[t] for t in wanted), key=lambda t: t.id)
 
 
 class Session:
@@ -57,7 +53,7 @@ class Session:
         self.config, self.out = config, config.out
         load_bank(config.base)  # a bad base fails before anything runs
         self.suite = load_suite(config.suite, config.data)
-        self.tasks = train_tasks(config)
+        self.tasks = train_tasks(self.suite, config)
         self.task_ids = [t.id for t in self.tasks]
         config.out.mkdir(parents=True, exist_ok=True)
         check_out_dir(config)
