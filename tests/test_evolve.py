@@ -83,12 +83,17 @@ def test_leaking_edits_are_rejected_with_their_reason(tmp_path: Path) -> None:
 
 def test_rejected_edit_goes_back_and_the_next_is_accepted(tmp_path: Path) -> None:
     leak_id = skill_edit("leaving-group", [X], ["unmapped-leaving-group"], extra="As in rxn-001.\n")
-    specs = single_scenario(tmp_path / "in", editor_entries=[leak_id, skill_edit("leaving-group", [X],
-                                                                                  ["unmapped-leaving-group"])])
+    rewrite = {"summary": "s", "causes": ["unmapped-leaving-group"],
+               "changes": [{"path": "skills/inspect.md", "content": f"Always {X}.\n"}]}
+    good = skill_edit("leaving-group", [X], ["unmapped-leaving-group"])
+    specs = single_scenario(tmp_path / "in", editor_entries=[leak_id, rewrite, good])
+    (tmp_path / "in" / "base_bank" / "skills" / "inspect.md").write_text("Read the product first.\n" * 300)
     [r] = evolve(config(tmp_path, specs, SINGLE, rounds=1)).rounds
-    assert (r.status, r.errors, r.repaired) == ("accepted", [LEAK_ID], ["rxn-001", "rxn-002"])
+    clipped = "`skills/inspect.md` was shown clipped or not at all; add a new file instead of rewriting it"
+    assert (r.status, r.errors, r.repaired) == ("accepted", [LEAK_ID, clipped], ["rxn-001", "rxn-002"])
     saved = json.loads((tmp_path / "out" / "exchanges" / "r1.editor.json").read_text())
-    assert [s.get("error", "accepted") for s in saved["submissions"]] == [LEAK_ID, "accepted"]
+    assert [s.get("error", "accepted") for s in saved["submissions"]] == [LEAK_ID, clipped, "accepted"]
+    assert "[... 1200 more characters: shown clipped]" in saved["prompt"]
 
 
 def test_a_round_without_failures_calls_no_model(tmp_path: Path) -> None:

@@ -14,6 +14,8 @@ from unscaffold.minimal_harness.trajectory import Trajectory
 
 PASS = 1.0 - 1e-9
 MAX_CHARS = 8_000  # per trajectory: head and tail kept
+TOTAL_CHARS = 160_000  # all failures together: many failures get shorter excerpts
+MIN_CHARS = 2_000
 MAX_TEXT = 1_200  # per message
 
 
@@ -35,7 +37,7 @@ def _clip(text: str, limit: int) -> str:
     return f"{text[:half]}\n[... {len(text) - 2 * half} characters elided ...]\n{text[-half:]}"
 
 
-def render(traj: Trajectory, result: TrialResult) -> str:
+def render(traj: Trajectory, result: TrialResult, limit: int = MAX_CHARS) -> str:
     """The student's own turns, the tool results it saw, how it ended and how it was scored."""
     lines = []
     for m in traj.messages:
@@ -56,20 +58,23 @@ def render(traj: Trajectory, result: TrialResult) -> str:
             lines.append(f"[result] {_clip(m.content, MAX_TEXT)}")
     lines.append(f"[ended] {traj.exit_status}: {traj.exit_message or ''}".rstrip(": "))
     lines.append(f"[score] reward {result.reward:g}: {result.reason}")
-    return _clip("\n".join(lines), MAX_CHARS)
+    return _clip("\n".join(lines), limit)
 
 
 def collect_failures(run_dirs: list[Path], rewards: dict[str, float]) -> dict[str, Failure]:
     """Failing task id -> its failure, read from whichever run folder holds the task's trial."""
-    out: dict[str, Failure] = {}
+    found: dict[str, Path] = {}
     for run_dir in run_dirs:
         for path in sorted((run_dir / "trials").glob(f"*/{RESULT}")):
             result = load_model(path, TrialResult)
-            if result.task_id not in rewards or passed(rewards[result.task_id]) or result.task_id in out:
-                continue
-            traj_path = path.parent / TRAJECTORY
-            text = render(Trajectory.load(traj_path), result) if traj_path.exists() else \
-                f"[no trajectory]\n[score] reward {result.reward:g}: {result.reason}"
-            out[result.task_id] = Failure(task_id=result.task_id, reward=result.reward, reason=result.reason,
-                                          text=text)
-    return dict(sorted(out.items()))
+            if result.task_id in rewards and not passed(rewards[result.task_id]):
+                found.setdefault(result.task_id, path)
+    limit = max(MIN_CHARS, min(MAX_CHARS, TOTAL_CHARS // max(1, len(found))))
+    out = {}
+    for task_id, path in sorted(found.items()):
+        result = load_model(path, TrialResult)
+        traj_path = path.parent / TRAJECTORY
+        text = render(Trajectory.load(traj_path), result, limit) if traj_path.exists() else \
+            f"[no trajectory]\n[score] reward {result.reward:g}: {result.reason}"
+        out[task_id] = Failure(task_id=task_id, reward=result.reward, reason=result.reason, text=text)
+    return out

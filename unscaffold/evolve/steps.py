@@ -35,25 +35,30 @@ def prompt(name: str) -> str:
     return resources.files("unscaffold.evolve").joinpath(f"prompts/{name}.md").read_text("utf-8")
 
 
-def bank_text(root: Path) -> str:
-    """The bank's files as the editor reads them: manifest first, each clipped, the whole bounded."""
+def bank_text(root: Path) -> tuple[str, set[str]]:
+    """The bank's files as the editor reads them, and the ones shown clipped (which it may not rewrite):
+    the manifest first and whole, every other file clipped, the whole bounded."""
     files = sorted((p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts),
                    key=lambda p: (p.name != "manifest.toml", p.relative_to(root).as_posix()))
-    parts, total = [], 0
+    parts, clipped, total = [], set(), 0
     for path in files:
+        rel = path.relative_to(root).as_posix()
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
+            clipped.add(rel)
             continue
-        if len(text) > FILE_TEXT_LIMIT:
-            text = text[:FILE_TEXT_LIMIT] + f"\n[... {len(text) - FILE_TEXT_LIMIT} more characters]"
-        block = f"=== {path.relative_to(root).as_posix()} ===\n{text.rstrip()}\n"
-        if total + len(block) > BANK_TEXT_LIMIT:
-            parts.append(f"[{len(files) - len(parts)} more files not shown]")
-            break
+        if rel != "manifest.toml" and len(text) > FILE_TEXT_LIMIT:
+            text = text[:FILE_TEXT_LIMIT] + f"\n[... {len(text) - FILE_TEXT_LIMIT} more characters: shown clipped]"
+            clipped.add(rel)
+        block = f"=== {rel} ===\n{text.rstrip()}\n"
+        if rel != "manifest.toml" and total + len(block) > BANK_TEXT_LIMIT:
+            clipped.add(rel)
+            parts.append(f"=== {rel} === [not shown]")
+            continue
         parts.append(block)
         total += len(block)
-    return "\n".join(parts)
+    return "\n".join(parts), clipped
 
 
 def causes_text(causes: list[Cause]) -> str:
@@ -81,11 +86,16 @@ class Steps:
 
     def edit(self, key: str, parent: Path, causes: list[Cause], child: Path) -> tuple[EditProposal | None, list[str]]:
         """Ask for an edit of `parent` repairing `causes`; an accepted one leaves the child bank at `child`."""
-        user = (f"## The causes to repair\n\n{causes_text(causes)}\n\n## The bank now\n\n{bank_text(parent)}")
+        shown, clipped = bank_text(parent)
+        user = f"## The causes to repair\n\n{causes_text(causes)}\n\n## The bank now\n\n{shown}"
         offered = [c.name for c in causes]
 
         def accept(raw: Any) -> EditProposal:
             edit = check_edit(raw, offered)
+            unseen = next((c.path for c in edit.changes if not c.delete and c.path in clipped), None)
+            if unseen:
+                raise InvalidSubmission(f"`{unseen}` was shown clipped or not at all; add a new file instead of "
+                                        "rewriting it")
             staging = child.with_name(f".{child.name}.staging")
             try:
                 check_leaks(edit, self.markers)
