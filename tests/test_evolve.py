@@ -263,3 +263,37 @@ def test_cli_refuses_bad_input_in_one_line(tmp_path: Path, extra: list[str], mes
     done = subprocess.run([*cli(specs, tmp_path / "out", specs["student"]), *extra], cwd=ROOT, capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert (done.returncode, done.stderr) == (2, message)
+
+
+def test_a_model_role_gets_its_error_back_as_the_tool_result(tmp_path: Path) -> None:
+    """Any model spec plays a role through the submit tool; an invalid submission is answered in place."""
+    from unscaffold.evolve.roles import Role
+    from unscaffold.evolve.steps import EDIT_TOOL
+    from unscaffold.evolve.submissions import check_edit
+    from unscaffold.llm.types import AssistantResponse, ToolCall, Usage
+
+    bad = {"summary": "s", "causes": ["c"], "changes": [{"path": "/etc/x", "content": "y"}]}
+    good = {"summary": "s", "causes": ["c"], "changes": [{"path": "skills/x.md", "content": "y"}]}
+    seen: list[list] = []
+
+    class Model:
+        spec = "fake"
+
+        def complete(self, messages: list, tools: list) -> AssistantResponse:
+            seen.append(list(messages))
+            args = bad if len(seen) == 1 else good
+            return AssistantResponse(tool_calls=[ToolCall(id=f"c{len(seen)}", name="submit_edit", arguments=args)],
+                                     usage=Usage(input_tokens=10, output_tokens=5))
+
+    (tmp_path / "r.json").write_text("{}")
+    role = Role("editor", f"replay:{tmp_path / 'r.json'}", EDIT_TOOL, tmp_path, Budget())
+    role.replay, role.provider = None, type("P", (), {"for_trial": lambda self, key: Model()})()
+    edit, errors = role.ask("r1.editor", "sys", "user", lambda raw: check_edit(raw, ["c"]))
+    assert edit is not None and edit.changes[0].path == "skills/x.md"
+    assert errors == ["change path `/etc/x` must be relative to the bank and stay inside it"]
+    feedback = seen[1][-1]
+    assert (feedback.role, feedback.tool_call_id, feedback.content) == (
+        "tool", "c1", f"Invalid submission: {errors[0]}. Correct it and call `submit_edit` again.")
+    assert "$defs" not in json.dumps(EDIT_TOOL)
+    assert [json.loads(line)["usage"]["input_tokens"] for line in (tmp_path / "llm.jsonl").read_text().splitlines()] \
+        == [10, 10]
