@@ -297,3 +297,16 @@ def test_a_model_role_gets_its_error_back_as_the_tool_result(tmp_path: Path) -> 
     assert "$defs" not in json.dumps(EDIT_TOOL)
     assert [json.loads(line)["usage"]["input_tokens"] for line in (tmp_path / "llm.jsonl").read_text().splitlines()] \
         == [10, 10]
+
+
+def test_parents_maximise_joint_coverage() -> None:
+    from unscaffold.evolve.pool import Member, choose_parents
+
+    def member(name: str, solved: str) -> Member:
+        return Member(name=name, bank=name, parent=None, causes=[], runs=[],
+                      rewards={t: float(t in solved) for t in "abcde"})
+
+    pool = [member("base", "a"), member("s1", "abc"), member("s2", "d"), member("s3", "bc"), member("s4", "abcde")]
+    assert [m.name for m in choose_parents(pool, 2)] == ["s1", "s2"]  # s4 solves everything: nothing to repair
+    assert [m.name for m in choose_parents(pool, 4)] == ["s1", "s2"]  # base and s3 would add no task
+    assert [m.name for m in choose_parents(pool[:1], 3)] == ["base"]
