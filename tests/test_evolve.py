@@ -310,3 +310,18 @@ def test_parents_maximise_joint_coverage() -> None:
     assert [m.name for m in choose_parents(pool, 2)] == ["s1", "s2"]  # s4 solves everything: nothing to repair
     assert [m.name for m in choose_parents(pool, 4)] == ["s1", "s2"]  # base and s3 would add no task
     assert [m.name for m in choose_parents(pool[:1], 3)] == ["base"]
+
+
+def test_a_base_that_compile_k_refuses_is_refused_first(tmp_path: Path) -> None:
+    specs = single_scenario(tmp_path / "in")
+    base = Path(specs["base"])
+    (base / "checks").mkdir()
+    (base / "checks" / "ok.sh").write_text("exit 0\n")
+    with (base / "manifest.toml").open("a") as f:
+        f.write('\n[[checks]]\nname = "ok"\ndescription = "d"\nhook = "before_finish"\nscript = "checks/ok.sh"\n')
+    with pytest.raises(InputError) as e:
+        evolve(config(tmp_path, specs, SINGLE))
+    assert str(e.value) == (f"--base: compile-k refuses the base bank: {base / 'manifest.toml'}: "
+                            "checks.0.transcript_rule: check 'ok' has no transcript_rule, so it cannot become review "
+                            "middleware (a check is never dropped silently)")
+    assert not (tmp_path / "out" / "runs").exists()

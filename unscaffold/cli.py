@@ -337,8 +337,8 @@ def evolve_command(
             )
         except ValidationError as e:
             raise validation_error("evolve", e) from None
-        with console.status("evolving (run folders and exchanges under --out)"):
-            report = evolve(config)
+        with console.status("evolving (run folders and exchanges under --out)") as status:
+            report = evolve(config, lambda step: status.update(f"evolving: {step}"))
     except UnscaffoldError as e:
         fail(e)
     print_report(report, Console())

@@ -4,6 +4,7 @@ Each evaluation has its own run folder under DIR/runs/, so an interrupted evolut
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from unscaffold.collect.models import RunConfig, TrialResult
@@ -14,8 +15,8 @@ from unscaffold.iojson import load_model
 
 
 class Evaluator:
-    def __init__(self, config: EvolveConfig) -> None:
-        self.config = config
+    def __init__(self, config: EvolveConfig, progress: Callable[[str], None] = lambda _: None) -> None:
+        self.config, self.progress = config, progress
         self.runs = config.out / "runs"
 
     def run_dir(self, name: str) -> Path:
@@ -28,6 +29,7 @@ class Evaluator:
             return {}
         if not (self.run_dir(name) / "results.json").exists():
             check_budget(c.out, c.budget)
+            self.progress(f"student under {Path(bank).name}: {len(task_ids)} tasks x {trials} (runs/{name})")
         config = RunConfig(
             suite=c.suite, student=c.student, out=self.run_dir(name), data=c.data, split=c.split,
             task_ids=sorted(task_ids), trials=trials, concurrency=c.concurrency, sandbox=c.sandbox,

@@ -48,8 +48,10 @@ class Role:
     """One role (analyst or editor) played by one model spec; every exchange goes to DIR/llm.jsonl and
     DIR/exchanges/<key>.json."""
 
-    def __init__(self, role: str, spec: str, tool: dict[str, Any], out: Path, budget: Budget) -> None:
+    def __init__(self, role: str, spec: str, tool: dict[str, Any], out: Path, budget: Budget,
+                 progress: Callable[[str], None] = lambda _: None) -> None:
         self.role, self.spec, self.tool, self.out, self.budget = role, spec, tool, out, budget
+        self.progress = progress
         parsed = parse_spec(spec, flag=f"--{role}")
         self.replay = ReplayFile(Path(parsed.target)) if parsed.scheme == "replay" else None
         self.provider = None if self.replay else load_provider(spec, flag=f"--{role}")
@@ -67,6 +69,7 @@ class Role:
         record: list[dict[str, Any]] = []
         for attempt in range(1, MAX_TRIES + 1):
             check_budget(self.out, self.budget)
+            self.progress(f"{self.role} at step {key}, try {attempt}")
             usage, pending = Usage(), None
             try:
                 if cursor is not None:

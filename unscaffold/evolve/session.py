@@ -3,10 +3,12 @@ markers, the evaluator and the two model steps. Test tasks are never loaded."""
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from unscaffold.benchmarks import Suite, Task, load_suite
-from unscaffold.errors import InputError
+from unscaffold.errors import InputError, UnscaffoldError
 from unscaffold.evolve.budget import spent
 from unscaffold.evolve.config import EvolveConfig
 from unscaffold.evolve.evaluate import Evaluator, first
@@ -17,6 +19,7 @@ from unscaffold.evolve.records import EvolveReport
 from unscaffold.evolve.steps import Steps
 from unscaffold.iojson import read_json, write_json_atomic
 from unscaffold.knowledge.bank import load_bank
+from unscaffold.knowledge.compiler import compile_k
 
 CONFIG = "config.json"
 REPORT = "rounds.json"
@@ -48,10 +51,20 @@ def train_tasks(suite: Suite, config: EvolveConfig) -> list[Task]:
     return sorted((by_id[t] for t in wanted), key=lambda t: t.id)
 
 
+def check_base(config: EvolveConfig) -> None:
+    """Every edit must leave a bank compile-k accepts, so the base must already be one."""
+    with tempfile.TemporaryDirectory(prefix="unscaffold-evolve-base-") as tmp:
+        try:
+            compile_k(config.base, Path(tmp) / "k", sandbox=config.sandbox, verify=True)
+        except UnscaffoldError as e:
+            raise InputError("--base", None, f"compile-k refuses the base bank: {e}") from None
+
+
 class Session:
-    def __init__(self, config: EvolveConfig) -> None:
+    def __init__(self, config: EvolveConfig, progress: Callable[[str], None] = lambda _: None) -> None:
         self.config, self.out = config, config.out
         load_bank(config.base)  # a bad base fails before anything runs
+        progress("checking the base bank")
         self.suite = load_suite(config.suite, config.data)
         self.tasks = train_tasks(self.suite, config)
         self.task_ids = [t.id for t in self.tasks]
@@ -59,8 +72,9 @@ class Session:
         check_out_dir(config)
         ids, gold = suite_markers(self.suite)
         self.markers = Markers(task_ids=ids, gold=gold, task_files=task_file_names(self.suite, self.tasks))
-        self.evaluator = Evaluator(config)
-        self.steps = Steps(config, self.markers)
+        check_base(config)
+        self.evaluator = Evaluator(config, progress)
+        self.steps = Steps(config, self.markers, progress)
         self.banks = config.out / "banks"
         self.report = EvolveReport(mode=config.mode, suite=config.suite, split=config.split, tasks=len(self.tasks))
 

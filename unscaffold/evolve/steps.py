@@ -6,6 +6,7 @@ is executable; until then each rejection goes back to it with the reason."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -71,10 +72,10 @@ def causes_text(causes: list[Cause]) -> str:
 
 
 class Steps:
-    def __init__(self, config: EvolveConfig, markers: Markers) -> None:
+    def __init__(self, config: EvolveConfig, markers: Markers, progress: Callable[[str], None]) -> None:
         self.config, self.markers, self.out = config, markers, config.out
-        self.analyst = Role("analyst", config.analyst_spec, ANALYSIS_TOOL, config.out, config.budget)
-        self.editor = Role("editor", config.editor, EDIT_TOOL, config.out, config.budget)
+        self.analyst = Role("analyst", config.analyst_spec, ANALYSIS_TOOL, config.out, config.budget, progress)
+        self.editor = Role("editor", config.editor, EDIT_TOOL, config.out, config.budget, progress)
 
     def analyse(self, key: str, failures: dict[str, Failure]) -> tuple[Analysis | None, list[str]]:
         need_groups = self.config.mode == "pool"
