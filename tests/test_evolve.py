@@ -325,3 +325,12 @@ def test_a_base_that_compile_k_refuses_is_refused_first(tmp_path: Path) -> None:
                             "checks.0.transcript_rule: check 'ok' has no transcript_rule, so it cannot become review "
                             "middleware (a check is never dropped silently)")
     assert not (tmp_path / "out" / "runs").exists()
+
+
+def test_the_readme_example_is_the_tested_scenario(tmp_path: Path) -> None:
+    subprocess.run([sys.executable, str(ROOT / "tests" / "evolve_scenario.py"), str(tmp_path)], check=True,
+                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+    made = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    shipped = ROOT / "examples" / "evolve"
+    assert made == sorted(p.relative_to(shipped) for p in shipped.rglob("*") if p.is_file())
+    assert all((tmp_path / p).read_text() == (shipped / p).read_text() for p in made)
