@@ -75,10 +75,15 @@ def cause(name: str, tasks: list[str]) -> dict[str, Any]:
             "evidence": [{"task": t, "quote": QUOTE} for t in tasks]}
 
 
-def skill_edit(name: str, phrases: list[str], causes: list[str], extra: str = "") -> dict[str, Any]:
-    """An edit adding one skill whose text holds the phrases (and `extra`, e.g. a leak)."""
-    manifest = BASE_MANIFEST + (f'\n[[skills]]\nname = "{name}"\npath = "skills/{name}.md"\n'
-                                f'summary = "Lessons from repeated failures."\n')
+def skill_entry(name: str) -> str:
+    return f'\n[[skills]]\nname = "{name}"\npath = "skills/{name}.md"\nsummary = "Lessons from repeated failures."\n'
+
+
+def skill_edit(name: str, phrases: list[str], causes: list[str], extra: str = "",
+               keep: tuple[str, ...] = ()) -> dict[str, Any]:
+    """An edit adding one skill whose text holds the phrases (and `extra`, e.g. a leak); the manifest keeps
+    the skills `keep` that an earlier edit added."""
+    manifest = BASE_MANIFEST + "".join(skill_entry(k) for k in keep) + skill_entry(name)
     body = "".join(f"- Always {p}.\n" for p in phrases) + extra
     return {"summary": f"add the {name} skill", "causes": causes,
             "changes": [{"path": "manifest.toml", "content": manifest},
@@ -105,6 +110,13 @@ def pool_scenario(root: Path) -> dict[str, str]:
         "groups": [["leaving", "protect"], ["deprotect", "scaffold"]]}]}
     editor = {"r1.base.editor.1": [skill_edit("groups", [X, Y], ["leaving", "protect"])],
               "r1.base.editor.2": [skill_edit("scaffold", [Y, Z], ["deprotect", "scaffold"])]}
+    # round 2 (parents by joint coverage: sib-02, then sib-01): sib-02 fails rxn-001 alone, a single-task
+    # failure; sib-01's causes make sib-03, its own child, which adds Z on top of X and Y
+    analyst["r2.sib-02.analyst"] = [{"single_task_failures": [{"task": "rxn-001", "note": "seen once"}]}]
+    analyst["r2.sib-01.analyst"] = [{"causes": [cause("deprotect", ["rxn-005", "rxn-007"]),
+                                                cause("scaffold", ["rxn-005", "rxn-007", "rxn-008"])],
+                                     "groups": [["deprotect", "scaffold"]]}]
+    editor["r2.sib-01.editor.1"] = [skill_edit("scaffold", [Z], ["deprotect", "scaffold"], keep=("groups",))]
     return write_specs(root, student(POOL), analyst, editor)
 
 

@@ -20,6 +20,7 @@ from unscaffold.evolve.budget import Budget
 from unscaffold.evolve.config import EvolveConfig
 from unscaffold.evolve.poolfile import EvolvedPool
 from unscaffold.evolve.run import evolve
+from unscaffold.knowledge.bank import load_bank
 from unscaffold.knowledge.kfolder import load_k
 
 pytestmark = needs_bwrap
@@ -109,27 +110,36 @@ def test_a_round_without_failures_calls_no_model(tmp_path: Path) -> None:
 
 def test_pool_locality_coverage_and_overlap(tmp_path: Path) -> None:
     specs = pool_scenario(tmp_path / "in")
-    report = evolve(config(tmp_path, specs, POOL, mode="pool", pool_size=2, rounds=1))
+    report = evolve(config(tmp_path, specs, POOL, mode="pool", pool_size=3, rounds=2))
+    assert [(r.round, r.parent, r.child, r.status) for r in report.rounds] == [
+        (1, "base", "sib-01", "joined_pool"), (1, "base", "sib-02", "joined_pool"),
+        (2, "sib-02", None, "no_patchable_cause"), (2, "sib-01", "sib-03", "joined_pool")]
     pool = report.pool
     assert pool is not None
-    # by construction: base solves rxn-008 only; sib-01 (X, Y) solves 001 002 004 and breaks 008;
-    # sib-02 (Y, Z) solves 002 004 005 007 and keeps 008
-    assert [(s.name, s.parent, s.causes, s.repairs, s.regressions) for s in pool.siblings] == [
-        ("sib-01", "base", ["leaving", "protect"], ["rxn-001", "rxn-002", "rxn-004"], ["rxn-008"]),
-        ("sib-02", "base", ["deprotect", "scaffold"], ["rxn-002", "rxn-004", "rxn-005", "rxn-007"], []),
+    # by construction: the base solves rxn-008 only; sib-01 (X, Y) solves 001 002 004 and breaks 008;
+    # sib-02 (Y, Z) solves 002 004 005 007 008; sib-03 (X, Y, Z) solves 001 002 004 005 007, not 008
+    assert [(s.name, s.parent, s.causes, s.repairs, s.regressions, s.base_repairs) for s in pool.siblings] == [
+        ("sib-01", "base", ["leaving", "protect"], ["rxn-001", "rxn-002", "rxn-004"], ["rxn-008"],
+         ["rxn-001", "rxn-002", "rxn-004"]),
+        ("sib-02", "base", ["deprotect", "scaffold"], ["rxn-002", "rxn-004", "rxn-005", "rxn-007"], [],
+         ["rxn-002", "rxn-004", "rxn-005", "rxn-007"]),
+        ("sib-03", "sib-01", ["deprotect", "scaffold"], ["rxn-005", "rxn-007"], [],
+         ["rxn-001", "rxn-002", "rxn-004", "rxn-005", "rxn-007"]),
     ]
     coverage = (pool.tasks, pool.sibling_coverage, pool.base_coverage, pool.base_samples, pool.base_single)
-    assert coverage == (6, 6, 1, 2, 1)
-    [o] = pool.overlap
-    assert (o.a, o.b, o.shared, o.union, o.jaccard) == ("sib-01", "sib-02", 2, 5, 0.4)
+    assert coverage == (6, 6, 1, 3, 1)
+    assert [(o.a, o.b, o.shared, o.union, o.jaccard) for o in pool.overlap] == [
+        ("sib-01", "sib-02", 2, 5, 0.4), ("sib-01", "sib-03", 3, 5, 0.6), ("sib-02", "sib-03", 4, 5, 0.8)]
     out = tmp_path / "out"
     spec = EvolvedPool.model_validate(tomllib.loads((out / "pool.toml").read_text()))
     assert [(s.name, s.parent, s.repairs, s.bank) for s in spec.siblings] == [
         ("sib-01", "base", ["leaving", "protect"], "banks/sib-01"),
-        ("sib-02", "base", ["deprotect", "scaffold"], "banks/sib-02")]
+        ("sib-02", "base", ["deprotect", "scaffold"], "banks/sib-02"),
+        ("sib-03", "sib-01", ["deprotect", "scaffold"], "banks/sib-03")]
     assert spec.base == str((out / "banks" / "base").resolve())
-    assert json.loads((out / "pool_metrics.json").read_text())["overlap"][0]["jaccard"] == 0.4
-    assert len(json.loads((out / "runs" / "base-x2" / "results.json").read_text())["per_task"]) == 6
+    assert json.loads((out / "pool_metrics.json").read_text())["overlap"][2]["jaccard"] == 0.8
+    assert len(json.loads((out / "runs" / "base-x3" / "results.json").read_text())["per_task"]) == 6
+    assert [s.name for s in load_bank(out / "banks" / "sib-03").manifest.skills] == ["inspect", "groups", "scaffold"]
 
 
 def test_budget_stops_cleanly_and_a_larger_one_resumes(tmp_path: Path) -> None:
