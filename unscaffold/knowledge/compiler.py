@@ -215,22 +215,27 @@ def _ensure(path: Path) -> Path:
     return path
 
 
-def lint_k(k: K, markers: list[str]) -> list[str]:
-    """Task ids or gold answers of the suite K serves must not appear anywhere in K (as whole words).
+def find_leaks(texts: dict[str, str], markers: list[str]) -> list[tuple[str, str]]:
+    """(name, marker) for every text that contains a marker as a whole word.
 
     A plain substring test screens each marker first, so 100,000 markers (a real USPTO-50k) cost
     seconds; the word-boundary regex only runs on the few that occur at all."""
     import re
 
-    texts = {path: path.read_text(encoding="utf-8", errors="replace") for path in k.files()}
     everything = "\n".join(texts.values())
-    problems = []
+    found = []
     for marker in markers:
         if not marker or marker not in everything:
             continue
         word = re.compile(rf"(?<![\w-]){re.escape(marker)}(?![\w-])")
-        problems += [f"{p.relative_to(k.root)} contains {marker!r}" for p, text in texts.items() if word.search(text)]
-    return sorted(problems)
+        found += [(name, marker) for name, text in texts.items() if word.search(text)]
+    return found
+
+
+def lint_k(k: K, markers: list[str]) -> list[str]:
+    """Task ids or gold answers of the suite K serves must not appear anywhere in K (as whole words)."""
+    texts = {str(p.relative_to(k.root)): p.read_text(encoding="utf-8", errors="replace") for p in k.files()}
+    return sorted(f"{name} contains {marker!r}" for name, marker in find_leaks(texts, markers))
 
 
 def dump_report(report: CompileReport) -> str:

@@ -1,0 +1,49 @@
+"""Running the student under a bank on train tasks, through the runner's public `run(RunConfig)`.
+
+Each evaluation has its own run folder under DIR/runs/, so an interrupted evolution resumes each one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from unscaffold.collect.models import RunConfig, TrialResult
+from unscaffold.collect.runner import run
+from unscaffold.evolve.budget import check_budget
+from unscaffold.evolve.config import EvolveConfig
+from unscaffold.iojson import load_model
+
+
+class Evaluator:
+    def __init__(self, config: EvolveConfig, progress: Callable[[str], None] = lambda _: None) -> None:
+        self.config, self.progress = config, progress
+        self.runs = config.out / "runs"
+
+    def run_dir(self, name: str) -> Path:
+        return self.runs / name
+
+    def evaluate(self, name: str, bank: Path, task_ids: list[str], trials: int = 1) -> dict[str, list[float]]:
+        """Task id -> the reward of each trial, for the student under `bank` on these train tasks."""
+        c = self.config
+        if not task_ids:
+            return {}
+        if not (self.run_dir(name) / "results.json").exists():
+            check_budget(c.out, c.budget)
+            self.progress(f"student under {Path(bank).name}: {len(task_ids)} tasks x {trials} (runs/{name})")
+        config = RunConfig(
+            suite=c.suite, student=c.student, out=self.run_dir(name), data=c.data, split=c.split,
+            task_ids=sorted(task_ids), trials=trials, concurrency=c.concurrency, sandbox=c.sandbox,
+            harness=str(Path(bank).resolve()), max_turns=c.max_turns, command_timeout_s=c.command_timeout_s,
+            price_in_per_mtok=c.budget.price_in_per_mtok, price_out_per_mtok=c.budget.price_out_per_mtok,
+        )
+        run(config)
+        rewards: dict[str, list[float]] = {t: [] for t in sorted(task_ids)}
+        for path in sorted((self.run_dir(name) / "trials").glob("*/result.json")):
+            result = load_model(path, TrialResult)
+            rewards[result.task_id].append(result.reward)
+        return rewards
+
+
+def first(rewards: dict[str, list[float]]) -> dict[str, float]:
+    """One sample per task (the first trial)."""
+    return {t: r[0] for t, r in rewards.items() if r}
