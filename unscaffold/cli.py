@@ -349,6 +349,52 @@ def evolve_command(
     Console().print(f"rounds: {out / 'rounds.json'}", highlight=False)
 
 
+# ---- the whole pipeline, offline -------------------------------------------------------------------------
+
+
+@app.command("demo")
+def demo_command(
+    out: Annotated[Path, typer.Option(help="Folder for every run, data set, adapter and report.")] = Path("runs/demo"),
+    student: Annotated[str | None, typer.Option(help="Base student under h (default: the shipped replay).")] = None,
+    hstar_student: Annotated[str | None, typer.Option(help="Base student under h* (default: the shipped "
+                                                      "replay).")] = None,
+    reviewer: Annotated[str, typer.Option(help="Reviewer of the collection.")] = "rules",
+    model: Annotated[str, typer.Option(help="Base model to fine-tune: `tiny` or a path / hub id.")] = "tiny",
+    train_tasks: Annotated[str | None, typer.Option(help="Collection task ids, comma-separated ('' = the train "
+                                                    "split; default: the demo's).")] = None,
+    test_tasks: Annotated[str | None, typer.Option(help="Evaluation task ids ('' = the test split).")] = None,
+    sft_steps: Annotated[int, typer.Option(min=0, help="LoRA SFT steps (0: the recipe's 2 epochs).")] = 40,
+    rescue_steps: Annotated[int, typer.Option(min=0, help="Rescue GRPO steps of the model (0: skip).")] = 2,
+) -> None:
+    """The whole pipeline offline: K, evaluations under h and h*, reviewed collection, SFT, tuned evaluation,
+    behaviour recovery, rescue RL, comparison and reports."""
+    from unscaffold.demo import PLUMBING, REAL, Demo, DemoConfig
+
+    def ids(text: str | None) -> list[str] | None:
+        return None if text is None else [t for t in text.split(",") if t]
+
+    defaults = DemoConfig()
+    config = DemoConfig(out=out, student=student or defaults.student, hstar_student=hstar_student or
+                        defaults.hstar_student, reviewer=reviewer, model=model, train_tasks=ids(train_tasks),
+                        test_tasks=ids(test_tasks), sft_steps=sft_steps, rescue_steps=rescue_steps)
+    shipped = student is None and hstar_student is None and model == "tiny"
+    if shipped:
+        console.print("Using the shipped recorded students (examples/replay/demo_*.json), the `rules` reviewer and "
+                      "the built-in tiny model: offline, a few minutes on two cores.", highlight=False)
+    demo = Demo(config, console=Console())
+    try:
+        demo.run()
+    except UnscaffoldError as e:
+        demo.summary()
+        fail(e)
+    demo.summary()
+    if model == "tiny":
+        Console().print(PLUMBING, style="yellow", highlight=False)
+    Console().print(REAL, highlight=False)
+    Console().print(f"reports: {out / 'compare.html'}  {out / 'behaviors.html'}  {out / 'collect' / 'report.html'}",
+                    highlight=False)
+
+
 def main() -> None:
     app()
 

@@ -114,7 +114,7 @@ class Demo:
         steps = ["--max-steps", str(c.sft_steps)] if c.sft_steps else []
         self.cli("LoRA SFT of the student on the accepted steps", "train-sft", str(out / "sft.jsonl"), "--model",
                  c.model, *steps, "--out", str(out / "adapter"))
-        tuned = f"hf:{_base_path(c.model, out / 'adapter')}+{out / 'adapter'}"
+        tuned = f"hf:{c.model}+{out / 'adapter'}"  # `tiny` names the same built-in model here as in train-sft
         self.cli("evaluate the tuned student under h alone (no reviewer, no K, no h*)", "run", SUITE, "--student",
                  tuned, *_select(test, "test"), "--out", str(out / "tuned"))
         self.cli("behaviour recovery: which h* behaviours moved into the weights", "behaviors", "--base-h",
@@ -142,13 +142,3 @@ class Demo:
 def _select(ids: list[str], split: str) -> list[str]:
     """`--tasks` for a list of task ids, `--split` for an empty one."""
     return ["--tasks", ",".join(ids)] if ids else ["--split", split]
-
-
-def _base_path(model: str, adapter: Path) -> str:
-    """The base model an adapter loads onto: what train-sft recorded, else the model spec itself."""
-    record = adapter / "adapter_config.json"
-    if record.exists():
-        base = json.loads(record.read_text()).get("base_model_name_or_path")
-        if base:
-            return str(base)
-    return model
