@@ -153,7 +153,9 @@ def test_a_node_lost_mid_run_reruns_its_trial_elsewhere(cluster: Any, tmp_path: 
         assert json.loads((out / "trials" / e["trial_id"] / "result.json").read_text())["attempt"] > e["attempt"]
 
 
-def test_sigkill_of_the_driver_then_a_rerun_resumes(cluster: Any, tmp_path: Path) -> None:
+def interrupted_then_resumed(cluster: Any, tmp_path: Path, sig: signal.Signals) -> dict[str, str]:
+    """Start a driver, signal it once two trials have finished, re-run: every trial recorded once, the finished
+    ones untouched. Returns the results that were there before the re-run."""
     out = tmp_path / "run"
     argv = [sys.executable, "-m", "unscaffold.cli", "run", "harbor", "--data", str(slow_tasks(tmp_path / "tasks", 6)),
             "--student", slow_student(tmp_path, 0.3), "--concurrency", "3", "--out", str(out),
@@ -161,8 +163,8 @@ def test_sigkill_of_the_driver_then_a_rerun_resumes(cluster: Any, tmp_path: Path
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     assert eventually(lambda: len(list(out.glob("trials/*/result.json"))) >= 2, timeout_s=120)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    proc.send_signal(sig)
+    assert proc.wait(timeout=60) != 0
     finished_before = {p.parent.name: p.read_text() for p in out.glob("trials/*/result.json")}
     assert 2 <= len(finished_before) < 6 and not (out / "results.json").exists()
     subprocess.run(argv, cwd=ROOT, check=True, capture_output=True, timeout=240)
@@ -171,6 +173,19 @@ def test_sigkill_of_the_driver_then_a_rerun_resumes(cluster: Any, tmp_path: Path
         assert (out / "trials" / name / "result.json").read_text() == text
     finished = [e["trial_id"] for e in events_of(out) if e["event"] == "trial_finished"]
     assert sorted(finished) == [f"t{i}" for i in range(6)]
+    return finished_before
+
+
+def test_sigkill_of_the_driver_then_a_rerun_resumes(cluster: Any, tmp_path: Path) -> None:
+    interrupted_then_resumed(cluster, tmp_path, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_run_and_leaves_it_resumable(cluster: Any, tmp_path: Path) -> None:
+    before = interrupted_then_resumed(cluster, tmp_path, signal.SIGINT)
+    events = events_of(tmp_path / "run")
+    for trial_id in before:  # a trial that had finished before Ctrl-C was started once
+        assert sum(e["event"] == "trial_started" and e["trial_id"] == trial_id for e in events) == 1
 
 
 class CountingReviewerServer:
