@@ -146,7 +146,8 @@ class RayExecutor:
         files = shipping.inputs(config)
         archive = shipping.pack(files)
         self.config_json = config.model_dump_json()
-        self.key = f"{shipping.digest(archive)}-{shipping.digest(self.config_json.encode())}"
+        same_run = config.model_dump_json(exclude={"out"}).encode()  # workers keep what they loaded across runs
+        self.key = f"{shipping.digest(archive)}-{shipping.digest(same_run)}"
         self.shipped = sorted(files)
         self.bundle = [ray.put(archive)]  # in a list: workers fetch it only when they first load the run
         self.slots = None

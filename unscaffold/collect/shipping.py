@@ -6,10 +6,11 @@ driver unpacks into the run folder."""
 
 from __future__ import annotations
 
+import fcntl
+import gzip
 import hashlib
 import io
 import os
-import shutil
 import tarfile
 import tempfile
 from pathlib import Path
@@ -21,9 +22,11 @@ SHIPPED_SCHEMES = ("replay:",)  # model specs whose target is a file to ship; hf
 
 
 def pack(entries: dict[str, Path], exclude: frozenset[str] = frozenset()) -> bytes:
-    """A gzip tar holding each path under its name (`name` for a file, `name/...` for a folder)."""
+    """A gzip tar holding each path under its name (`name` for a file, `name/...` for a folder). The same files
+    give the same bytes (no time in the gzip header), so a node's cache serves every run over them."""
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as tar:
+    with gzip.GzipFile(fileobj=buffer, mode="wb", compresslevel=1, mtime=0) as packed, \
+            tarfile.open(fileobj=packed, mode="w") as tar:
         for name, path in sorted(entries.items()):
             tar.add(path, arcname=name, filter=lambda info: None if info.name in exclude else info)
     return buffer.getvalue()
@@ -90,15 +93,15 @@ def digest(archive: bytes) -> str:
 
 
 def unpack_cached(archive: bytes, key: str) -> Path:
-    """Unpack once per node: concurrent workers each unpack aside, the first rename wins."""
+    """Unpack once per node: one worker unpacks aside and renames into place, the others wait for it."""
     target = CACHE / key
     if target.is_dir():
         return target
     CACHE.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=CACHE))
-    unpack(archive, staging)
-    try:
-        os.rename(staging, target)
-    except OSError:  # another worker on this node got there first
-        shutil.rmtree(staging, ignore_errors=True)
+    with open(CACHE / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not target.is_dir():
+            staging = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=CACHE))
+            unpack(archive, staging)
+            os.rename(staging, target)
     return target
