@@ -90,8 +90,8 @@ def test_a_collection_on_the_cluster_gives_the_local_run_folder(cluster: Any, tm
     assert remote.replacements == local.replacements > 0
     assert remote.reviewer_calls == local.reviewer_calls
     assert trial_files(tmp_path / "ray") == trial_files(tmp_path / "local")
-    nodes = {json.loads(p.read_text())["isolation"].split(";")[0] for p in (tmp_path / "ray").glob("trials/*/result.json")}
-    assert nodes == {"bubblewrap: read-only root, writable workspace, private /tmp, own pids, no network"}
+    kinds = {kind.split(";")[0] for kind in remote.isolations}
+    assert kinds == {"bubblewrap: read-only root, writable workspace, private /tmp, own pids, no network"}
     local_rows = build_sft([tmp_path / "local"], tmp_path / "local.jsonl")
     remote_rows = build_sft([tmp_path / "ray"], tmp_path / "ray.jsonl")
     assert remote_rows.kept == local_rows.kept and remote_rows.dropped == local_rows.dropped
@@ -186,6 +186,33 @@ def test_ctrl_c_stops_the_run_and_leaves_it_resumable(cluster: Any, tmp_path: Pa
     events = events_of(tmp_path / "run")
     for trial_id in before:  # a trial that had finished before Ctrl-C was started once
         assert sum(e["event"] == "trial_started" and e["trial_id"] == trial_id for e in events) == 1
+
+
+@pytest.mark.slow
+def test_trials_avoid_a_node_whose_sandbox_cannot_start(cluster: Any, tmp_path: Path, monkeypatch) -> None:
+    """A node without bubblewrap on its PATH fails the start-up probe; no trial is sent there (one that were
+    would fail to start its sandbox and show as an infrastructure retry)."""
+    from unscaffold.collect.ray_executor import RayExecutor
+
+    no_bwrap = cluster.add_node(**NODE, env_vars={"PATH": str(Path(sys.executable).parent)})
+    cluster.wait_for_nodes()
+    excluded: list[set[str]] = []
+    probe = RayExecutor._probe_nodes
+
+    def recorded(self: RayExecutor, config: RunConfig) -> None:
+        probe(self, config)
+        excluded.append(set(self.excluded))
+
+    monkeypatch.setattr(RayExecutor, "_probe_nodes", recorded)
+    try:
+        summary = run(RunConfig(suite="harbor", data=slow_tasks(tmp_path / "tasks", 8),
+                                student=slow_student(tmp_path, 0.05), concurrency=4, out=tmp_path / "run",
+                                executor=f"ray:{cluster.address}"))
+    finally:
+        cluster.remove_node(no_bwrap)
+    assert summary.per_task == {f"t{i}": 1.0 for i in range(8)}
+    assert excluded == [{no_bwrap.node_id}]
+    assert summary.infra_retried == 0 and all(kind.startswith("bubblewrap") for kind in summary.isolations)
 
 
 class CountingReviewerServer:
