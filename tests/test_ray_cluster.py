@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from perf.harness_overhead import make_tasks
 from tests.conftest import HARBOR_EXAMPLES, HARBOR_REPLAY, ROOT, call, eventually, final, needs_bwrap
 from unscaffold.collect.models import RunConfig
 from unscaffold.collect.runner import run
@@ -29,6 +30,10 @@ cluster_utils = pytest.importorskip("ray.cluster_utils")
 pytestmark = needs_bwrap
 EXPECTED = {"csv-total": 1.0, "fix-fibonacci": 0.8, "hello-file": 1.0, "word-stats": 0.0}
 REVIEWER_REPLAY = HARBOR_EXAMPLES.parent / "replay" / "harbor_reviewer.json"
+def all_passed(n: int) -> dict[str, float]:
+    return {f"t{i:02d}": 1.0 for i in range(n)}
+
+
 NODE = {"num_cpus": 1, "object_store_memory": 80 * 2**20}
 FAST_HEALTH_CHECKS = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 500,
                       "health_check_failure_threshold": 4}
@@ -102,16 +107,6 @@ def test_a_collection_on_the_cluster_gives_the_local_run_folder(cluster: Any, tm
     assert again.per_task == local.per_task and sum(e["event"] == "trial_started" for e in events) == 4
 
 
-def slow_tasks(root: Path, n: int) -> Path:
-    for i in range(n):
-        t = root / f"t{i}"
-        (t / "tests").mkdir(parents=True)
-        (t / "instruction.md").write_text(f"task {i}")
-        (t / "task.toml").write_text("")
-        (t / "tests" / "test.sh").write_text("grep -q ok /app/out.txt && echo 1 > /logs/verifier/reward.txt\n")
-    return root
-
-
 def slow_student(tmp_path: Path, latency: float) -> str:
     replay = tmp_path / "slow.json"
     replay.write_text(json.dumps({"*": [call("echo ok > out.txt"), call("true"), call("true"), final("done")]}))
@@ -140,13 +135,13 @@ def test_a_node_lost_mid_run_reruns_its_trial_elsewhere(cluster: Any, tmp_path: 
 
     killer = threading.Thread(target=remove_when_busy)
     killer.start()
-    summary = run(RunConfig(suite="harbor", data=slow_tasks(tmp_path / "tasks", 8), student=slow_student(tmp_path, 0.5),
+    summary = run(RunConfig(suite="harbor", data=make_tasks(tmp_path / "tasks", 8), student=slow_student(tmp_path, 0.5),
                             concurrency=4, out=out, executor=f"ray:{cluster.address}"))
     killer.join()
-    assert summary.per_task == {f"t{i}": 1.0 for i in range(8)}
+    assert summary.per_task == all_passed(8)
     assert summary.infra_retried >= 1 and summary.infra_errors == 0
     events = events_of(out)
-    assert sorted(e["trial_id"] for e in events if e["event"] == "trial_finished") == [f"t{i}" for i in range(8)]
+    assert sorted(e["trial_id"] for e in events if e["event"] == "trial_finished") == sorted(all_passed(8))
     retried = [e for e in events if e["event"] == "trial_retry"]
     assert retried and all(e["exception"] for e in retried)
     for e in retried:  # the re-run is the one recorded
@@ -157,7 +152,7 @@ def interrupted_then_resumed(cluster: Any, tmp_path: Path, sig: signal.Signals) 
     """Start a driver, signal it once two trials have finished, re-run: every trial recorded once, the finished
     ones untouched. Returns the results that were there before the re-run."""
     out = tmp_path / "run"
-    argv = [sys.executable, "-m", "unscaffold.cli", "run", "harbor", "--data", str(slow_tasks(tmp_path / "tasks", 6)),
+    argv = [sys.executable, "-m", "unscaffold.cli", "run", "harbor", "--data", str(make_tasks(tmp_path / "tasks", 6)),
             "--student", slow_student(tmp_path, 0.3), "--concurrency", "3", "--out", str(out),
             "--executor", f"ray:{cluster.address}"]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -168,11 +163,11 @@ def interrupted_then_resumed(cluster: Any, tmp_path: Path, sig: signal.Signals) 
     finished_before = {p.parent.name: p.read_text() for p in out.glob("trials/*/result.json")}
     assert 2 <= len(finished_before) < 6 and not (out / "results.json").exists()
     subprocess.run(argv, cwd=ROOT, check=True, capture_output=True, timeout=240)
-    assert json.loads((out / "results.json").read_text())["per_task"] == {f"t{i}": 1.0 for i in range(6)}
+    assert json.loads((out / "results.json").read_text())["per_task"] == all_passed(6)
     for name, text in finished_before.items():  # finished trials were not run again
         assert (out / "trials" / name / "result.json").read_text() == text
     finished = [e["trial_id"] for e in events_of(out) if e["event"] == "trial_finished"]
-    assert sorted(finished) == [f"t{i}" for i in range(6)]
+    assert sorted(finished) == sorted(all_passed(6))
     return finished_before
 
 
@@ -205,12 +200,12 @@ def test_trials_avoid_a_node_whose_sandbox_cannot_start(cluster: Any, tmp_path: 
 
     monkeypatch.setattr(RayExecutor, "_probe_nodes", recorded)
     try:
-        summary = run(RunConfig(suite="harbor", data=slow_tasks(tmp_path / "tasks", 8),
+        summary = run(RunConfig(suite="harbor", data=make_tasks(tmp_path / "tasks", 8),
                                 student=slow_student(tmp_path, 0.05), concurrency=4, out=tmp_path / "run",
                                 executor=f"ray:{cluster.address}"))
     finally:
         cluster.remove_node(no_bwrap)
-    assert summary.per_task == {f"t{i}": 1.0 for i in range(8)}
+    assert summary.per_task == all_passed(8)
     assert excluded == [{no_bwrap.node_id}]
     assert summary.infra_retried == 0 and all(kind.startswith("bubblewrap") for kind in summary.isolations)
 
@@ -264,12 +259,12 @@ class CountingReviewerServer:
 def test_the_reviewer_cap_holds_across_the_cluster(cluster: Any, tmp_path: Path) -> None:
     server = CountingReviewerServer(cap=2)
     try:
-        summary = run(RunConfig(suite="harbor", data=slow_tasks(tmp_path / "tasks", 6),
+        summary = run(RunConfig(suite="harbor", data=make_tasks(tmp_path / "tasks", 6),
                                 student=slow_student(tmp_path, 0.05), reviewer=f"openai:reviewer@{server.url}",
                                 reviewer_concurrency=2, concurrency=3, out=tmp_path / "run",
                                 executor=f"ray:{cluster.address}"))
     finally:
         server.httpd.shutdown()
-    assert summary.per_task == {f"t{i}": 1.0 for i in range(6)}
+    assert summary.per_task == all_passed(6)
     assert summary.reviewer_calls == server.calls == 6 * 4  # every step reviewed, each call counted
     assert server.peak == 2
