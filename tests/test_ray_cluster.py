@@ -268,3 +268,31 @@ def test_the_reviewer_cap_holds_across_the_cluster(cluster: Any, tmp_path: Path)
     assert summary.per_task == all_passed(6)
     assert summary.reviewer_calls == server.calls == 6 * 4  # every step reviewed, each call counted
     assert server.peak == 2
+
+
+def test_slots_an_attempt_still_holds_are_freed_when_it_ends(cluster: Any) -> None:
+    """A worker that dies mid-call never gives its slot back; the driver frees what that attempt held."""
+    from unscaffold.collect.call_slots import RaySlot, SlotsActor
+
+    slots = ray.remote(SlotsActor).remote({"reviewer": 1})
+
+    @ray.remote(num_cpus=0)
+    def take_and_vanish(actor: Any) -> None:
+        RaySlot(actor, "reviewer").__enter__()
+
+    ref = take_and_vanish.remote(slots)
+    ray.get(ref)
+    assert ray.get(slots.stats.remote())["used"] == {"reviewer": 1}
+    assert ray.get(slots.release_holder.remote(ref.task_id().hex())) == 1
+    assert ray.get(slots.stats.remote())["used"] == {"reviewer": 0}
+    ray.get(take_and_vanish.remote(slots))  # the slot can be taken again
+
+
+@pytest.mark.slow
+def test_the_command_with_a_local_ray_instance(tmp_path: Path) -> None:
+    """`--executor ray` starts its own Ray instance for the run and gives the local executor's scores."""
+    argv = [sys.executable, "-m", "unscaffold.cli", "run", "harbor", "--data", str(HARBOR_EXAMPLES), "--student",
+            f"replay:{HARBOR_REPLAY}", "--concurrency", "4", "--executor", "ray?cpus=0.5", "--out", str(tmp_path)]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads((tmp_path / "results.json").read_text())["per_task"] == EXPECTED

@@ -131,6 +131,15 @@ def _attempt(key: str, config_json: str, shipped: list[str], bundle: list[Any], 
 # ---- on the driver -------------------------------------------------------------------------------------------
 
 
+def _near_driver() -> Any:
+    """The driver's node when it has one (the slot actor then lives as long as the run); through Ray Client
+    the driver is on no node and Ray places the actor."""
+    try:
+        return NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
+    except Exception:  # Ray Client: no node of its own
+        return "DEFAULT"
+
+
 class RayExecutor:
     """`--executor ray[:ADDRESS]`: joins the cluster (or starts a local instance sized for --concurrency)."""
 
@@ -143,6 +152,13 @@ class RayExecutor:
             else:
                 cpus = max(os.cpu_count() or 1, math.ceil(config.concurrency * spec.cpus))
                 ray.init(address="local", num_cpus=cpus, include_dashboard=False, logging_level=logging.WARNING)
+        try:
+            self._start(config, spec)
+        except BaseException:  # a cluster without a usable node: leave no Ray instance of ours behind
+            self.close()
+            raise
+
+    def _start(self, config: RunConfig, spec: ExecutorSpec) -> None:
         files = shipping.inputs(config)
         archive = shipping.pack(files)
         self.config_json = config.model_dump_json()
@@ -152,8 +168,7 @@ class RayExecutor:
         self.bundle = [ray.put(archive)]  # in a list: workers fetch it only when they first load the run
         self.slots = None
         if config.reviewer and config.reviewer_concurrency:
-            here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
-            self.slots = ray.remote(SlotsActor).options(num_cpus=0, scheduling_strategy=here).remote(
+            self.slots = ray.remote(SlotsActor).options(num_cpus=0, scheduling_strategy=_near_driver()).remote(
                 {REVIEWER_POOL: config.reviewer_concurrency})
         self.options: dict[str, Any] = {"num_cpus": spec.cpus, "max_retries": 0}  # retries are the runner's
         if spec.memory_bytes:
