@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q torch==2.13.0
-	$(VENV)/bin/pip install -q -e '.[dev]'
+	$(VENV)/bin/pip install -q -e '.[dev,ray]'
 	touch $(STAMP)
 
 sysdeps:
@@ -45,6 +45,7 @@ lint: $(STAMP)
 perf: $(STAMP) sysdeps
 	$(PY) perf/harness_overhead.py
 	$(PY) perf/build_sft_throughput.py
+	$(PY) perf/ray_overhead.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

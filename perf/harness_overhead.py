@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import subprocess
 import tempfile
@@ -65,17 +66,19 @@ def make_tasks(root: Path, n: int) -> Path:
     return root
 
 
-def throughput(work: Path, trials: int, concurrency: int, latency: float, kind: str) -> float:
+def throughput(work: Path, trials: int, concurrency: int, latency: float, kind: str, executor: str = "local",
+               label: str = "") -> float:
     replay = work / "student.json"
     step = {"tool_call": {"name": "execute", "arguments": {"command": "echo ok > out.txt"}}}
-    replay.write_text(json.dumps({"*": [step, step, step, {"content": "done"}]}))
+    if not replay.exists():  # unchanged between measurements, so a Ray node's cache of it stays valid
+        replay.write_text(json.dumps({"*": [step, step, step, {"content": "done"}]}))
     tasks = work / "tasks"
     if not tasks.exists():
         make_tasks(tasks, trials)
-    out = work / f"run-{concurrency}"
+    out = work / f"run-{re.split('[:?]', executor)[0]}-{concurrency}{label}"
     t = time.perf_counter()
     summary = run(RunConfig(suite="harbor", data=tasks, student=f"replay:{replay}?latency={latency}", out=out,
-                            concurrency=concurrency, sandbox=kind))
+                            concurrency=concurrency, sandbox=kind, executor=executor))
     elapsed = time.perf_counter() - t
     assert summary.pass_at_1 == 100.0, summary
     return trials / elapsed

@@ -33,6 +33,9 @@ def run(
     trials: Annotated[int, typer.Option(min=1, help="Trials per task.")] = 1,
     concurrency: Annotated[int, typer.Option(min=1, help="Trials at once.")] = 1,
     sandbox: Annotated[str, typer.Option(help="local (bubblewrap), docker, or none (no isolation).")] = "local",
+    executor: Annotated[str, typer.Option(help="Where trials run: local (threads here), ray (a local Ray instance) "
+                                          "or ray:ADDRESS (a cluster: auto, ray://HOST:10001); per trial "
+                                          "resources as ?cpus=N&memory=SIZE.")] = "local",
     harness: Annotated[str, typer.Option(help="minimal, hstar (the suite bank) or a bank folder.")] = "minimal",
     reviewer: Annotated[str | None, typer.Option(help="Reviewer: a model spec, replay:FILE, rules, cascade:SPEC, "
                                                  "passthrough. With one, the run is a collection.")] = None,
@@ -63,6 +66,7 @@ def run(
             harness=harness, reviewer=reviewer, knowledge=knowledge, budget=budget,
             reviewer_concurrency=reviewer_concurrency, infra_retries=infra_retries, max_wall_s=max_wall,
             max_cost_usd=max_cost, price_in_per_mtok=price_in, price_out_per_mtok=price_out,
+            executor=executor,
         )
         bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                        console=console, transient=False)

@@ -22,6 +22,7 @@ class RunConfig(BaseModel):
     trials: int = Field(1, ge=1)
     concurrency: int = Field(1, ge=1)
     sandbox: SandboxKind = "local"
+    executor: str = Field("local", description="where trials run: local (threads), ray or ray:ADDRESS")
     harness: str = Field("minimal", description="minimal, hstar (the suite's bank) or a bank folder")
     reviewer: str | None = Field(None, description="reviewer spec; with one the run is a collection")
     knowledge: Path | None = Field(None, description="K for the reviewer; default the suite's compiled K")

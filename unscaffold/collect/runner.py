@@ -12,9 +12,10 @@ from pathlib import Path
 
 from unscaffold.benchmarks import Suite, Task, load_suite
 from unscaffold.collect.aggregate import aggregate
+from unscaffold.collect.executor import open_executor
 from unscaffold.collect.models import RunConfig, RunResults, TrialResult
 from unscaffold.collect.sft_build import KNOWLEDGE_RECORD
-from unscaffold.collect.trial import RESULT, TrialContext, run_trial
+from unscaffold.collect.trial import RESULT, TrialContext
 from unscaffold.errors import InputError
 from unscaffold.iojson import append_jsonl, load_model, read_json, write_json_atomic
 from unscaffold.knowledge.bank import load_bank
@@ -167,12 +168,12 @@ def run(config: RunConfig, progress: Progress | None = None, on_start: Callable[
     provider = make_provider(config.student, suite, tasks)
     config.out.mkdir(parents=True, exist_ok=True)
     check_run_dir(config)
-    probe_sandbox(config)
     context = trial_context(suite, config)
     trials_dir = config.out / "trials"
     plan = [(task, trial_id_for(task.id, k, config.trials)) for task in tasks for k in range(config.trials)]
     events = config.out / "events.jsonl"
     pending = reconcile(plan, trials_dir, events)
+    executor = open_executor(config)  # local threads or Ray tasks; probes the sandbox where trials will run
     if on_start:
         on_start(len(plan), len(plan) - len(pending))
     t0 = time.monotonic()
@@ -184,7 +185,7 @@ def run(config: RunConfig, progress: Progress | None = None, on_start: Callable[
                 set_aside(trial_dir)
             trial_dir.mkdir(parents=True)
             append_jsonl(events, {"event": "trial_started", "trial_id": trial_id, "attempt": attempt, "at": now_iso()})
-            result = run_trial(suite, task, trial_id, trial_dir, provider, config, context, attempt=attempt)
+            result = executor.run_trial(suite, task, trial_id, trial_dir, provider, config, context, attempt=attempt)
             if not result.infra_error or attempt > config.infra_retries:
                 break
             append_jsonl(events, {"event": "trial_retry", "trial_id": trial_id, "attempt": attempt,
@@ -193,12 +194,20 @@ def run(config: RunConfig, progress: Progress | None = None, on_start: Callable[
         append_jsonl(events, finished_event(result))
         return result
 
-    with ThreadPoolExecutor(max_workers=config.concurrency) as pool:
-        futures = [pool.submit(one, task, tid) for task, tid in pending]
-        for future in as_completed(futures):
-            result = future.result()
-            if progress:
-                progress(result)
+    try:
+        with ThreadPoolExecutor(max_workers=config.concurrency) as pool:
+            futures = [pool.submit(one, task, tid) for task, tid in pending]
+            try:
+                for future in as_completed(futures):
+                    result = future.result()
+                    if progress:
+                        progress(result)
+            except BaseException:  # Ctrl-C or a bug: start no other trial, stop those in flight, then leave
+                pool.shutdown(wait=False, cancel_futures=True)
+                executor.stop()
+                raise
+    finally:
+        executor.close()
     results = [load_model(trials_dir / tid / RESULT, TrialResult) for _, tid in plan]
     summary = aggregate(suite, config, tasks, results, wall_time_s=time.monotonic() - t0)
     write_json_atomic(config.out / "results.json", summary.model_dump(mode="json"))

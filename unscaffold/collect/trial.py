@@ -156,3 +156,18 @@ def run_trial(
     )
     write_json_atomic(trial_dir / RESULT, result)
     return result
+
+
+def record_infra_failure(suite: Suite, task: Task, trial_id: str, trial_dir: Path, student: str, exception: str,
+                         attempt: int, started_at: str) -> TrialResult:
+    """An attempt that never reported back (its worker or its node died), recorded as `run_trial` records a
+    failure of the machinery: the runner retries it, and the folder reads like any other trial's."""
+    traj = Trajectory(trial_id=trial_id, task_id=task.id, suite=suite.name, student=student, tools=[],
+                      exit_status="error", exception=exception)
+    traj.save(trial_dir / TRAJECTORY)
+    (trial_dir / REVIEWS).touch()
+    result = TrialResult(trial_id=trial_id, task_id=task.id, scenario=task.scenario, reward=0.0, outcome="infra_error",
+                         reason=exception[:MAX_REASON], exit_status="error", exception=exception, infra_error=True,
+                         attempt=attempt, started_at=started_at, ended_at=now_iso())
+    write_json_atomic(trial_dir / RESULT, result)
+    return result

@@ -6,12 +6,14 @@ concurrent requests; the cap holds each model call (not the whole review) under 
 from __future__ import annotations
 
 import threading
+from contextlib import AbstractContextManager
+from typing import Any
 
 from unscaffold.reviewer.base import RawSubmission, Reviewer, ReviewerFactory, ReviewRequest, ReviewSession
 
 
 class _ThrottledSession(ReviewSession):
-    def __init__(self, inner: ReviewSession, gate: threading.BoundedSemaphore) -> None:
+    def __init__(self, inner: ReviewSession, gate: AbstractContextManager[Any]) -> None:
         self.inner, self.gate = inner, gate
 
     @property
@@ -28,7 +30,7 @@ class _ThrottledSession(ReviewSession):
 
 
 class _ThrottledReviewer:
-    def __init__(self, inner: Reviewer, gate: threading.BoundedSemaphore) -> None:
+    def __init__(self, inner: Reviewer, gate: AbstractContextManager[Any]) -> None:
         self.inner, self.gate, self.name = inner, gate, inner.name
 
     def open(self, request: ReviewRequest) -> ReviewSession:
@@ -36,11 +38,12 @@ class _ThrottledReviewer:
 
 
 class ThrottledReviewers:
-    """Wraps a reviewer factory; every trial's reviewer shares one gate of `limit` slots."""
+    """Wraps a reviewer factory; every trial's reviewer shares one gate of `limit` slots (a semaphore in
+    this process, or a cluster-wide one such as `collect.call_slots.RaySlot`)."""
 
-    def __init__(self, inner: ReviewerFactory, limit: int) -> None:
+    def __init__(self, inner: ReviewerFactory, limit: int, gate: AbstractContextManager[Any] | None = None) -> None:
         self.inner, self.spec = inner, inner.spec
-        self.gate = threading.BoundedSemaphore(limit)
+        self.gate = gate if gate is not None else threading.BoundedSemaphore(limit)
         self.limit = limit
 
     def for_trial(self, task_id: str) -> _ThrottledReviewer:
