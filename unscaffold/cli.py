@@ -78,23 +78,57 @@ def run(
             bar.stop()
     except UnscaffoldError as e:
         fail(e)
-    print_summary(summary.model_dump(mode="json"), out)
+    results = summary.model_dump(mode="json")
+    print_summary(results, out)
+    problem = run_problem(results)
+    if problem:
+        sys.stderr.write(f"error: {problem}\n")
+        raise typer.Exit(1)
+
+
+def run_problem(results: dict) -> str | None:
+    """Why a finished run is not a clean result (exit status 1): tasks were skipped, or no trial got past
+    the machinery."""
+    skipped = results.get("skipped_tasks") or {}
+    if skipped:
+        return f"{len(skipped)} task(s) skipped as unreadable: {', '.join(sorted(skipped))} (see skipped_tasks " \
+               "in results.json)"
+    outcomes = results.get("outcomes") or {}
+    if results.get("n_trials") and outcomes.get("infra_error", 0) == results["n_trials"]:
+        return results.get("infra_cause") or "every trial failed for infrastructure"
+    return None
+
+
+NOT_THE_STUDENT = ("environment_error", "environment_unsupported", "verifier_error", "infra_error")
 
 
 def print_summary(results: dict, out: Path) -> None:
-    """One row per trial (from its result.json), then the run's totals."""
+    """One row per trial (from its result.json), the trials whose environment or verifier failed apart
+    from those the student failed, the skipped tasks, then the run's totals."""
     from unscaffold.collect.models import TrialResult
     from unscaffold.iojson import load_model
 
     table = Table(title=f"{results['suite']} run", caption=f"student {results['student']}")
     for name, justify in (("trial", "left"), ("reward", "right"), ("turns", "right"), ("replaced", "right"),
-                          ("exit", "left"), ("note", "left")):
+                          ("outcome", "left"), ("note", "left")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    not_student = []
     for path in sorted((out / "trials").glob("*/result.json")):
         r = load_model(path, TrialResult)
-        note = r.exception or r.reason or ""
-        table.add_row(r.trial_id, f"{r.reward:.2f}", str(r.turns), str(r.replacements), r.exit_status, note[:40])
+        note = r.reason or r.exception or ""
+        table.add_row(r.trial_id, f"{r.reward:.2f}", str(r.turns), str(r.replacements), r.outcome, note[:40])
+        if r.outcome in NOT_THE_STUDENT:
+            not_student.append(r)
     Console().print(table)
+    if not_student:
+        failed = Table(title="not the student's failures: the environment, verifier or machinery failed")
+        for name in ("trial", "outcome", "reason"):
+            failed.add_column(name, overflow="fold")
+        for r in not_student:
+            failed.add_row(r.trial_id, r.outcome, r.reason)
+        Console().print(failed)
+    for task_id, why in sorted((results.get("skipped_tasks") or {}).items()):
+        Console().print(f"skipped task {task_id}: {why}", highlight=False)
     extra = "".join(f"  {k}={results[k]:.2f}" for k in ("tgc", "sgc") if k in results)
     saved = results.get("reviewer_calls_saved")
     Console().print(

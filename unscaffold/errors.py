@@ -36,3 +36,8 @@ class AuthError(ModelError):
 
 class ReplayExhausted(ModelError):
     """A replay file has no entry left for this task."""
+
+
+class EnvironmentBroken(UnscaffoldError):
+    """The task's environment cannot be made (its image does not build): the task's fault, not the
+    machine's, so running the trial again would not help."""

@@ -73,6 +73,15 @@ class Suite(ABC):
         """Reward in [0, 1], once the student is done; `sandbox` is the trial's, still open (Harbor
         verifiers run in it). Never raises on a bad output: a missing or corrupt one scores 0 with a reason."""
 
+    def skipped_tasks(self) -> dict[str, str]:
+        """Tasks of the data that could not be read, id -> why; the others still run. Default: none."""
+        return {}
+
+    def environment_gaps(self, task: Task, kind: SandboxKind) -> list[str]:
+        """What this sandbox kind could not set up of the task's environment (one line each, e.g. a
+        Dockerfile `RUN` under `local`). A trial with gaps that then fails is `environment_unsupported`."""
+        return []
+
     def metrics(self, tasks: list[Task], rewards: dict[str, float]) -> dict[str, float]:
         """Suite metrics beyond pass@1 (e.g. SGC over scenarios)."""
         return {}

@@ -103,4 +103,7 @@ class RunResults(BaseModel):
     isolation: str = Field("", description="the trials' isolation, or `mixed: see isolations`")
     isolations: dict[str, int] = Field(default_factory=dict, description="trials per isolation")
     outcomes: dict[str, int] = Field(default_factory=dict, description="trials per outcome")
+    infra_cause: str | None = Field(None, description="the first infrastructure failure's reason, if any")
+    skipped_tasks: dict[str, str] = Field(default_factory=dict, description="tasks of the data that could not "
+                                          "be read: id -> why")
     unscaffold_version: str

@@ -42,8 +42,11 @@ def select_tasks(suite: Suite, config: RunConfig) -> list[Task]:
     if config.task_ids:
         known = {t.id for t in tasks}
         missing = [t for t in config.task_ids if t not in known]
+        skipped = suite.skipped_tasks()
         if missing:
-            raise InputError("--tasks", None, f"unknown task id(s) {', '.join(missing)} in suite {suite.name!r}")
+            why = "; ".join(f"{t} was skipped: {skipped[t]}" for t in missing if t in skipped)
+            raise InputError("--tasks", None, f"unknown task id(s) {', '.join(missing)} in suite {suite.name!r}"
+                             + (f" ({why})" if why else ""))
         tasks = [t for t in tasks if t.id in set(config.task_ids)]
     if not tasks:
         raise InputError("--split" if config.split else "--tasks", None, "no tasks selected")

@@ -14,6 +14,11 @@ from unscaffold.minimal_harness.sandbox.result import ExecResult
 __all__ = ["ExecResult", "Limits", "Mount", "Sandbox", "SandboxConfig", "SandboxKind"]
 
 SandboxKind = Literal["local", "docker", "none"]
+DEFAULT_COMMAND_TIMEOUT_S = 60.0
+DOCKER_ADVICE = "run it with `--sandbox docker` to build the task's image"  # what `local` cannot set up
+# The image the docker sandbox builds for the built-in suites when neither an image nor a build folder
+# is given: a Python with the suites' libraries (openpyxl, RDKit), as `python3` is under `local`.
+SUITES_IMAGE_DIR = Path(__file__).resolve().parent / "suites_image"
 
 
 class Mount(BaseModel):
@@ -63,9 +68,13 @@ class SandboxConfig(BaseModel):
     workdir: str | None = Field(None, description="Where the workspace appears inside; default its own path.")
     mounts: list[Mount] = Field(default_factory=list)
     network: bool = False
-    timeout_s: float = 60.0
+    timeout_s: float = Field(DEFAULT_COMMAND_TIMEOUT_S, gt=0, description="seconds per command")
     limits: Limits = Field(default_factory=Limits)
-    image: str = "python:3.11-slim"
+    image: str | None = Field(None, description="docker: run this image (pulled if missing)")
+    build: Path | None = Field(None, description="docker: without `image`, build this folder's Dockerfile (cached "
+                               "by its content hash); neither: the suites' image from SUITES_IMAGE_DIR")
+    seed_from_image: bool = Field(False, description="docker: first copy the image's workdir into the workspace "
+                                  "(a task image keeps the task's files there)")
     env: dict[str, str] = Field(default_factory=dict)
 
     @property
