@@ -49,12 +49,12 @@ def decide_outcome(score: Score, traj: Trajectory, infra: bool, gaps: list[str] 
     else:
         reasons = [r for r in (score.reason, traj.exit_message if traj.exit_status != "submitted" else None) if r]
         outcome, reason = "failed", "; ".join(reasons) or f"reward {score.reward:g}"
+    if oracle_error and outcome != "environment_error":
+        outcome, reason = "environment_error", f"{oracle_error}; then: {reason}"
     if gaps:
         outcome, reason = "environment_unsupported", (
             f"the sandbox could not set up the task's environment ({'; '.join(gaps)}): {DOCKER_ADVICE}; "
             f"then: {reason}")
-    elif oracle_error and outcome != "environment_error":
-        outcome, reason = "environment_error", f"{oracle_error}; then: {reason}"
     return outcome, reason[:MAX_REASON]
 
 
