@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
+import typing
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from unscaffold.cli_options import command_from_model
+from unscaffold.collect.models import RunConfig
 from unscaffold.errors import UnscaffoldError
+from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, SandboxKind
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console(stderr=True)
@@ -22,51 +27,26 @@ def fail(e: Exception) -> None:
     raise typer.Exit(2)
 
 
-@app.command()
-def run(
-    suite: Annotated[str, typer.Argument(help="Suite name: harbor, ...")],
-    student: Annotated[str, typer.Option(help="Model spec or `oracle`.")],
-    out: Annotated[Path, typer.Option(help="Run folder (re-running resumes it).")],
-    data: Annotated[Path | None, typer.Option(help="Real data for the suite.")] = None,
-    split: Annotated[str | None, typer.Option(help="train or test.")] = None,
-    tasks: Annotated[str | None, typer.Option(help="Comma-separated task ids.")] = None,
-    trials: Annotated[int, typer.Option(min=1, help="Trials per task.")] = 1,
-    concurrency: Annotated[int, typer.Option(min=1, help="Trials at once.")] = 1,
-    sandbox: Annotated[str, typer.Option(help="local (bubblewrap), docker, or none (no isolation).")] = "local",
-    harness: Annotated[str, typer.Option(help="minimal, hstar (the suite bank) or a bank folder.")] = "minimal",
-    reviewer: Annotated[str | None, typer.Option(help="Reviewer: a model spec, replay:FILE, rules, cascade:SPEC, "
-                                                 "passthrough. With one, the run is a collection.")] = None,
-    knowledge: Annotated[Path | None, typer.Option(help="K for the reviewer (default: the suite's).")] = None,
-    budget: Annotated[int, typer.Option(min=0, help="REPLACE decisions allowed per trial.")] = 5,
-    reviewer_concurrency: Annotated[int | None, typer.Option(min=1, help="Reviewer calls in flight at once.")] = None,
-    infra_retries: Annotated[int, typer.Option(min=0, help="Re-runs of a trial whose machinery failed.")] = 2,
-    max_turns: Annotated[int, typer.Option(min=1)] = 40,
-    command_timeout: Annotated[float, typer.Option(help="Seconds per command.")] = 60.0,
-    max_wall: Annotated[float | None, typer.Option(help="Seconds per trial.")] = None,
-    max_cost: Annotated[float | None, typer.Option(help="USD of student tokens per trial.")] = None,
-    price_in: Annotated[float, typer.Option(help="USD per million input tokens (for cost).")] = 0.0,
-    price_out: Annotated[float, typer.Option(help="USD per million output tokens (for cost).")] = 0.0,
-) -> None:
+def sandbox_kind(value: str) -> SandboxKind:
+    kinds = typing.get_args(SandboxKind)
+    if value not in kinds:
+        raise UnscaffoldError(f"--sandbox: unknown kind {value!r}; use {', '.join(kinds[:-1])} or {kinds[-1]}")
+    return typing.cast(SandboxKind, value)
+
+
+def run_command(values: dict[str, Any]) -> None:
     """Run trials of a suite; without a reviewer this is an evaluation."""
-    from unscaffold.collect.models import RunConfig
+    from unscaffold.cli_options import build_settings
     from unscaffold.collect.runner import run as run_suite
 
     try:
-        if sandbox not in ("local", "docker", "none"):
-            raise UnscaffoldError(f"--sandbox: unknown kind {sandbox!r}; use local, docker or none")
-        if sandbox == "none":
+        config = build_settings(RunConfig, values["ctx"], values, {"suite": values["suite"]}, values["config_file"])
+        assert isinstance(config, RunConfig)
+        if config.sandbox.kind == "none":
             console.print("[yellow]warning: --sandbox none runs model commands on this machine without isolation")
-        config = RunConfig(
-            suite=suite, student=student, out=out, data=data, split=split,
-            task_ids=[t for t in tasks.split(",") if t] if tasks else None, trials=trials,
-            concurrency=concurrency, sandbox=sandbox, max_turns=max_turns, command_timeout_s=command_timeout,
-            harness=harness, reviewer=reviewer, knowledge=knowledge, budget=budget,
-            reviewer_concurrency=reviewer_concurrency, infra_retries=infra_retries, max_wall_s=max_wall,
-            max_cost_usd=max_cost, price_in_per_mtok=price_in, price_out_per_mtok=price_out,
-        )
         bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                        console=console, transient=False)
-        job = bar.add_task(f"{suite} trials", total=None)
+        job = bar.add_task(f"{config.suite} trials", total=None)
 
         def started(total: int, done: int) -> None:  # once set-up has passed: no bar before an input error
             bar.update(job, total=total, completed=done)
@@ -79,11 +59,19 @@ def run(
     except UnscaffoldError as e:
         fail(e)
     results = summary.model_dump(mode="json")
-    print_summary(results, out)
+    print_summary(results, config.out)
     problem = run_problem(results)
     if problem:
         sys.stderr.write(f"error: {problem}\n")
         raise typer.Exit(1)
+
+
+# `unscaffold run`: every option is a RunConfig field (flag, help and default declared there once).
+app.command("run")(command_from_model(RunConfig, [
+    inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context),
+    inspect.Parameter("suite", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[
+        str, typer.Argument(help=RunConfig.model_fields["suite"].description)]),
+], run_command))
 
 
 def run_problem(results: dict) -> str | None:
@@ -144,7 +132,8 @@ def print_summary(results: dict, out: Path) -> None:
 def exec_command(
     command: Annotated[list[str], typer.Argument(help="The command (after --).")],
     network: Annotated[bool, typer.Option("--network", help="Allow network access.")] = False,
-    timeout: Annotated[float, typer.Option(help="Seconds before the process group is killed.")] = 60.0,
+    timeout: Annotated[float, typer.Option(help="Seconds before the process group is killed.")] = (
+        DEFAULT_COMMAND_TIMEOUT_S),
     workspace: Annotated[Path | None, typer.Option(help="Workspace folder (default: a new temporary one).")] = None,
     sandbox: Annotated[str, typer.Option(help="local, docker or none.")] = "local",
 ) -> None:
@@ -156,9 +145,7 @@ def exec_command(
 
     ws = workspace or Path(tempfile.mkdtemp(prefix="unscaffold-ws-"))
     try:
-        if sandbox not in ("local", "docker", "none"):
-            raise UnscaffoldError(f"--sandbox: unknown kind {sandbox!r}; use local, docker or none")
-        box = open_sandbox(SandboxConfig(kind=sandbox, workspace=ws, network=network, timeout_s=timeout))
+        box = open_sandbox(SandboxConfig(kind=sandbox_kind(sandbox), workspace=ws, network=network, timeout_s=timeout))
         try:
             result = box.execute(command[0] if len(command) == 1 else shlex.join(command))
         finally:
@@ -199,9 +186,7 @@ def compile_k_command(
     from unscaffold.knowledge.kfolder import load_k
 
     try:
-        if sandbox not in ("local", "docker", "none"):
-            raise UnscaffoldError(f"--sandbox: unknown kind {sandbox!r}; use local, docker or none")
-        report = compile_k(bank, out, sandbox=sandbox, verify=verify)
+        report = compile_k(bank, out, sandbox=sandbox_kind(sandbox), verify=verify)
         if suite:
             problems = lint_k(load_k(out), load_suite(suite, data).leak_markers())
             if problems:

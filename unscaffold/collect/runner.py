@@ -64,9 +64,7 @@ def check_run_dir(config: RunConfig) -> None:
     """A run folder holds one run: resuming with different settings would mix results."""
     path = config.out / "config.json"
     if path.exists():
-        previous = read_json(path)
-        mine = config.identity()
-        theirs = {k: previous.get(k) for k in mine}
+        mine, theirs = config.identity(), RunConfig.identity_of(read_json(path))
         if theirs != mine:
             diff = sorted(k for k in mine if mine[k] != theirs[k])
             raise InputError(str(path), diff[0], f"the run in {config.out} was started with other settings "
@@ -99,8 +97,8 @@ def trial_context(suite: Suite, config: RunConfig) -> TrialContext:
 
 def probe_sandbox(config: RunConfig) -> str:
     """Fail the whole run early (one line) when the sandbox cannot start, instead of every trial."""
-    if config.sandbox != "local":
-        return config.sandbox
+    if config.sandbox.kind != "local":
+        return config.sandbox.kind
     probe = config.out / ".probe"
     sandbox = open_sandbox(SandboxConfig(kind="local", workspace=probe))
     try:

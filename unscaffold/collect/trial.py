@@ -16,7 +16,7 @@ from unscaffold.knowledge.hstar import HStarHarness
 from unscaffold.knowledge.kfolder import K
 from unscaffold.llm.base import ModelProvider
 from unscaffold.llm.types import Usage
-from unscaffold.minimal_harness.agent import Agent, AgentConfig, pass_through
+from unscaffold.minimal_harness.agent import Agent, pass_through
 from unscaffold.minimal_harness.harness import Harness
 from unscaffold.minimal_harness.sandbox import open_sandbox
 from unscaffold.minimal_harness.sandbox.base import DOCKER_ADVICE
@@ -112,8 +112,8 @@ def run_trial(
     (trial_dir / REVIEWS).touch()
     in_setup, scoring = True, False
     try:
-        sandbox_config = suite.prepare(task, trial_dir, config.sandbox, oracle=provider.spec == "oracle")
-        sandbox_config.timeout_s = config.command_timeout_s
+        sandbox_config = suite.prepare(task, trial_dir, config.sandbox.kind, oracle=provider.spec == "oracle")
+        sandbox_config.timeout_s = config.sandbox.command_timeout_s
         if isinstance(context.harness, HStarHarness):
             sandbox_config.mounts.append(context.harness.mount())
         with suite.services(task, trial_dir):  # e.g. a server holding the task's world, on the host
@@ -121,15 +121,8 @@ def run_trial(
             isolation = sandbox.isolation
             in_setup = False
             try:
-                walls = [w for w in (task.agent_timeout_s, config.max_wall_s) if w]
-                agent_config = AgentConfig(
-                    max_turns=config.max_turns,
-                    command_timeout_s=config.command_timeout_s,
-                    max_wall_s=min(walls) if walls else None,
-                    max_cost_usd=config.max_cost_usd,
-                    price_in_per_mtok=config.price_in_per_mtok,
-                    price_out_per_mtok=config.price_out_per_mtok,
-                )
+                walls = [w for w in (task.agent_timeout_s, config.agent.max_wall_s) if w]
+                agent_config = config.agent.model_copy(update={"max_wall_s": min(walls) if walls else None})
                 if context.reviewers is not None:
                     hook = ReviewHook(context.reviewers.for_trial(task.id), context.k, config.budget,
                                       trial_dir / REVIEWS, trial_id, task.id)
@@ -154,7 +147,7 @@ def run_trial(
     else:
         infra = (traj.exception or "").startswith(INFRA_MODEL_ERRORS)
     oracle = oracle_failure(traj) if provider.spec == "oracle" else None
-    outcome, reason = decide_outcome(score, traj, infra, suite.environment_gaps(task, config.sandbox), oracle)
+    outcome, reason = decide_outcome(score, traj, infra, suite.environment_gaps(task, config.sandbox.kind), oracle)
     result = TrialResult(
         trial_id=trial_id,
         task_id=task.id,

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from unscaffold.minimal_harness.sandbox.result import ExecResult
 
-__all__ = ["ExecResult", "Limits", "Mount", "Sandbox", "SandboxConfig", "SandboxKind"]
+__all__ = ["ExecResult", "Limits", "Mount", "Sandbox", "SandboxConfig", "SandboxKind", "SandboxSettings"]
 
 SandboxKind = Literal["local", "docker", "none"]
 DEFAULT_COMMAND_TIMEOUT_S = 60.0
@@ -60,6 +60,15 @@ class Limits(BaseModel):
                 resource.setrlimit(res, (value, value))
 
         return apply
+
+
+class SandboxSettings(BaseModel):
+    """What a run chooses about its sandboxes (each trial's SandboxConfig is made from these and the task)."""
+
+    kind: SandboxKind = Field("local", description="local (bubblewrap), docker, or none (no isolation).",
+                              json_schema_extra={"flag": "--sandbox"})
+    command_timeout_s: float = Field(DEFAULT_COMMAND_TIMEOUT_S, gt=0, description="Seconds per command.",
+                                     json_schema_extra={"flag": "--command-timeout"})
 
 
 class SandboxConfig(BaseModel):
