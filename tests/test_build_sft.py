@@ -118,13 +118,16 @@ def _traj(change=None) -> dict:
 @pytest.mark.parametrize(
     "change,reason",
     [
-        (None, "kept"),
+        (None, None),
         (lambda t: t["steps"][0].update(command="rm -rf /"), "audit:command_mismatch"),
         (lambda t: t["messages"].insert(4, {"role": "tool", "tool_call_id": "zz", "content": "x"}),
          "audit:orphan_observation"),
         (lambda t: t["messages"][4].update(content="done <|im_end|>"), "audit:markup_in_text"),
         (lambda t: t.update(exit_status="turn_limit", final_answer=None), "audit:no_final_answer"),
-        (lambda t: t["messages"][0].update(content="You are a different agent."), "audit:history_rewritten"),
+        (lambda t: t["messages"][0].update(content="You are a different agent."), "audit:system_prompt_changed"),
+        (lambda t: t["messages"].pop(1), "audit:no_task_opening"),
+        (lambda t: t["steps"][1].update(message_index=3), "audit:step_not_assistant"),
+        (lambda t: t["steps"][1].update(message_index=40), "audit:step_not_assistant"),
         (lambda t: t.update(harness="hstar"), "not_deployment_harness"),
         (lambda t: t["steps"][0].update(format_error="Format error: ..."), "format_error"),
     ],
@@ -133,13 +136,28 @@ def test_audit_reasons(change, reason) -> None:
     traj = _traj(change)
     row, why = build_row(traj, [], system_prompt())
     assert why == reason
-    assert (row is not None) == (reason == "kept")
+    assert (row is not None) == (reason is None)
 
 
 def test_visible_history_must_match_the_review_log() -> None:
     traj = _traj()
     reviews = [{"turn": 1, "decision": "REPLACE", "proposal": {"tool_calls": []},
                 "replacement": {"tool_call": {"name": "execute", "arguments": {"command": "pwd"}}}}]
-    assert build_row(traj, reviews, system_prompt())[1] == "audit:history_rewritten"
+    assert build_row(traj, reviews, system_prompt())[1] == "audit:review_log_mismatch"
     reviews[0]["replacement"]["tool_call"]["arguments"]["command"] = "ls"
-    assert build_row(traj, reviews, system_prompt())[1] == "kept"
+    assert build_row(traj, reviews, system_prompt())[1] is None
+
+
+def test_drop_reasons_are_one_enumeration_each_explained_in_the_readme() -> None:
+    from tests.conftest import ROOT
+    from unscaffold.collect.drop_reasons import EXPLAINED, DropReason
+    from unscaffold.collect.models import ERROR_OUTCOMES
+    from unscaffold.collect.scrub import build_markers
+    from unscaffold.untrusted import REFUSED
+
+    assert set(EXPLAINED) == set(DropReason) and len({r.value for r in DropReason}) == len(DropReason)
+    assert set(ERROR_OUTCOMES) | {REFUSED} <= {r.value for r in DropReason}
+    assert set(build_markers([], ["x"]).by_reason) <= set(DropReason)
+    readme = (ROOT / "README.md").read_text()
+    for reason in DropReason:
+        assert f"| `{reason.value}` | {EXPLAINED[reason]} |" in readme

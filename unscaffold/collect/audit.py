@@ -5,47 +5,46 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from unscaffold.collect.drop_reasons import DropReason
 from unscaffold.collect.scrub import MARKUP
 
 MARKUP_BYTES = re.compile(MARKUP.pattern.encode())
 
-EXECUTE = "execute"
-
 
 def audit(traj: dict[str, Any], reviews: list[dict[str, Any]], system_prompt: str, raw: bytes | None = None
-          ) -> str | None:
+          ) -> DropReason | None:
     """The first audit failure as a drop reason, or None. Works on plain dicts (fast path); with the
     file's `raw` bytes, the per-message markup scan only runs when the markup occurs somewhere at all."""
     messages = traj["messages"]
     if len(messages) < 2 or messages[0]["role"] != "system" or messages[1]["role"] != "user":
-        return "audit:history_rewritten"
+        return DropReason.NO_TASK_OPENING
     if messages[0].get("content") != system_prompt:
-        return "audit:history_rewritten"
+        return DropReason.SYSTEM_PROMPT_CHANGED
     body = messages[2:]
     if _answers(body) != [m.get("tool_call_id") for m in body if m["role"] == "tool"] and _orphan(body):
-        return "audit:orphan_observation"
+        return DropReason.ORPHAN_OBSERVATION
     if (raw is None or MARKUP_BYTES.search(raw)) and any(
         MARKUP.search(m.get("content") or "") or MARKUP.search(m.get("reasoning_content") or "")
         for m in body if m["role"] != "tool"
     ):
-        return "audit:markup_in_text"
+        return DropReason.MARKUP_IN_TEXT
     steps = traj.get("steps", [])
     n = len(messages)
     shown = [messages[s["message_index"]] if s["message_index"] < n else None for s in steps]
     if any(m is None or m["role"] != "assistant" for m in shown):
-        return "audit:history_rewritten"
+        return DropReason.STEP_NOT_ASSISTANT
     ran = [(s["command"], m.get("tool_calls")) for s, m in zip(steps, shown, strict=True)
            if s.get("command") is not None]
     if any(not calls or not isinstance(args := calls[0]["function"]["arguments"], dict)
            or args.get("command") != command for command, calls in ran):
-        return "audit:command_mismatch"
+        return DropReason.COMMAND_MISMATCH
     if reviews and _accepted_differs(messages, steps, reviews):
-        return "audit:history_rewritten"
+        return DropReason.REVIEW_LOG_MISMATCH
     if traj.get("exit_status") != "submitted" or traj.get("final_answer") is None:
-        return "audit:no_final_answer"
+        return DropReason.NO_FINAL_ANSWER
     last = messages[-1]
     if last["role"] != "assistant" or last.get("tool_calls"):
-        return "audit:no_final_answer"
+        return DropReason.NO_FINAL_ANSWER
     return None
 
 

@@ -15,6 +15,7 @@ import orjson
 from pydantic import BaseModel, Field
 
 from unscaffold.collect.audit import audit
+from unscaffold.collect.drop_reasons import DropReason
 from unscaffold.collect.models import ERROR_OUTCOMES
 from unscaffold.collect.scrub import REVIEWER_WORDING, build_markers
 from unscaffold.errors import InputError
@@ -35,7 +36,7 @@ class BuildReport(BaseModel):
     keep_all: bool
     trials: int = 0
     kept: int = 0
-    dropped: dict[str, int] = Field(default_factory=dict)
+    dropped: dict[str, int] = Field(default_factory=dict, description="trials per DropReason value")
     masked_reasoning_turns: int = 0
     replacements_kept: int = 0
     markers: dict[str, int] = Field(default_factory=dict, description="how many strings were scanned for, by reason")
@@ -59,22 +60,22 @@ def chat_row(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def build_row(traj: dict[str, Any], reviews: list[dict[str, Any]], prompt: str, raw: bytes | None = None
-              ) -> tuple[dict[str, Any] | None, str]:
-    """A row, or None with the drop reason."""
+              ) -> tuple[dict[str, Any] | None, DropReason | None]:
+    """A row and None, or None and the drop reason."""
     if traj.get("harness", "minimal") != "minimal":
-        return None, "not_deployment_harness"
+        return None, DropReason.NOT_DEPLOYMENT_HARNESS
     problem = audit(traj, reviews, prompt, raw)
     if problem:
         return None, problem
     if any(s.get("format_error") for s in traj.get("steps", ())):
-        return None, "format_error"  # a malformed call would be trained as a target
+        return None, DropReason.FORMAT_ERROR  # a malformed call would be trained as a target
     messages = chat_row(traj["messages"])
     masked = []
     replaced = [s for s in traj.get("steps", []) if s.get("replaced")]
     for step in replaced:
         m = messages[step["message_index"]]
         if m.get("content") and REVIEWER_WORDING.search(m["content"]):
-            return None, "reviewer_wording_in_content"
+            return None, DropReason.REVIEWER_WORDING_IN_CONTENT
         if m.get("reasoning_content") and REVIEWER_WORDING.search(m["reasoning_content"]):
             masked.append(step["message_index"])
     row = {
@@ -85,7 +86,7 @@ def build_row(traj: dict[str, Any], reviews: list[dict[str, Any]], prompt: str, 
         "replacements": len(replaced),
         "masked_reasoning_turns": masked,
     }
-    return row, "kept"
+    return row, None
 
 
 def read_reviews(path: Path) -> list[dict[str, Any]]:
@@ -155,8 +156,8 @@ def build_sft(
                 for trial in sorted(p for p in trials.iterdir() if p.is_dir()):
                     report.trials += 1
                     reason = _one(trial, sink, markers, prompt, min_reward, keep_all, report)
-                    if reason != "kept":
-                        dropped[reason] += 1
+                    if reason is not None:
+                        dropped[reason.value] += 1
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -167,22 +168,23 @@ def build_sft(
 
 
 def _one(trial: Path, sink: Any, markers: Any, prompt: str, min_reward: float, keep_all: bool,
-         report: BuildReport) -> str:
+         report: BuildReport) -> DropReason | None:
+    """The trial's drop reason, or None once its row is written."""
     result_path = trial / "result.json"
     if not result_path.exists():
-        return "unfinished"
+        return DropReason.UNFINISHED
     result = read_fast(result_path)
     # Never training data, whatever the reward and even with --keep-all: a trial the verifier, the
     # environment or the machinery failed, or one whose artifact was refused (a link, a special file).
     if result.get("outcome") in ERROR_OUTCOMES:
-        return str(result["outcome"])
+        return DropReason(result["outcome"])
     if isinstance(result.get("details"), dict) and result["details"].get(REFUSED):
-        return REFUSED
+        return DropReason.REFUSED_ARTIFACT
     if not keep_all:
         if result.get("exception"):
-            return "exception"
+            return DropReason.EXCEPTION
         if result.get("reward", 0.0) < min_reward:
-            return "low_reward"
+            return DropReason.LOW_REWARD
     raw = read_bytes(trial / "trajectory.json")
     traj = parse_fast(raw, trial / "trajectory.json")
     row, reason = build_row(traj, read_reviews(trial / "reviews.jsonl"), prompt, raw)
@@ -191,12 +193,12 @@ def _one(trial: Path, sink: Any, markers: Any, prompt: str, min_reward: float, k
     line = orjson.dumps(row)
     hit = markers.find(line)
     if hit:
-        return hit[0]
+        return DropReason(hit[0])
     sink.write(line + b"\n")
     report.kept += 1
     report.masked_reasoning_turns += len(row["masked_reasoning_turns"])
     report.replacements_kept += row["replacements"]
-    return "kept"
+    return None
 
 
 def report_path(out: Path) -> Path:

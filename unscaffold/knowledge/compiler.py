@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -231,7 +230,3 @@ def lint_k(k: K, markers: list[str]) -> list[str]:
         word = re.compile(rf"(?<![\w-]){re.escape(marker)}(?![\w-])")
         problems += [f"{p.relative_to(k.root)} contains {marker!r}" for p, text in texts.items() if word.search(text)]
     return sorted(problems)
-
-
-def dump_report(report: CompileReport) -> str:
-    return json.dumps(report.model_dump(), indent=2)

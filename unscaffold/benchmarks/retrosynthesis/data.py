@@ -141,12 +141,3 @@ def load_reactions(data: Path) -> list[Reaction]:
         for r in reactions:
             r.id = f"{r.split or Path(r.path).stem}-{r.line}"
     return reactions
-
-
-def write_csv(path: Path, reactions: list[tuple[str, int, str, str]]) -> None:
-    """Write (id, class, reactants, product) rows in the `id,class,reactants>reagents>production` layout."""
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f, lineterminator="\n")
-        writer.writerow(["id", "class", "reactants>reagents>production"])
-        for rid, rclass, reactants, product in reactions:
-            writer.writerow([rid, rclass, f"{reactants}>>{product}"])
