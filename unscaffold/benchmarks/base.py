@@ -48,6 +48,12 @@ class Suite(ABC):
     def tasks(self, split: str | None = None) -> list[Task]:
         """The tasks of a split (None: the suite's default)."""
 
+    def named_tasks(self, task_ids: list[str], split: str | None = None) -> list[Task]:
+        """The tasks of a split with these ids (`--tasks`), in the split's order; unknown ids are left out
+        (the runner names them). A suite whose tasks are costly to make makes only these."""
+        wanted = set(task_ids)
+        return [t for t in self.tasks(split) if t.id in wanted]
+
     @abstractmethod
     def prepare(self, task: Task, trial_dir: Path, kind: SandboxKind, *, oracle: bool = False) -> SandboxConfig:
         """Create the trial's workspace and say how the sandbox shows it."""

@@ -38,8 +38,8 @@ def trial_id_for(task_id: str, index: int, trials: int) -> str:
 
 
 def select_tasks(suite: Suite, config: RunConfig) -> list[Task]:
-    tasks = suite.tasks(config.split)
     if config.task_ids:
+        tasks = suite.named_tasks(config.task_ids, config.split)
         known = {t.id for t in tasks}
         missing = [t for t in config.task_ids if t not in known]
         skipped = suite.skipped_tasks()
@@ -47,7 +47,8 @@ def select_tasks(suite: Suite, config: RunConfig) -> list[Task]:
             why = "; ".join(f"{t} was skipped: {skipped[t]}" for t in missing if t in skipped)
             raise InputError("--tasks", None, f"unknown task id(s) {', '.join(missing)} in suite {suite.name!r}"
                              + (f" ({why})" if why else ""))
-        tasks = [t for t in tasks if t.id in set(config.task_ids)]
+    else:
+        tasks = suite.tasks(config.split)
     if not tasks:
         raise InputError("--split" if config.split else "--tasks", None, "no tasks selected")
     return tasks
