@@ -13,6 +13,10 @@ class InputError(UnscaffoldError):
         where = f"{source}: {field}" if field else source
         super().__init__(f"{where}: {problem}")
 
+    def __reduce__(self) -> tuple[type, tuple[str, str | None, str]]:
+        """Picklable as raised (e.g. from a worker process)."""
+        return type(self), (self.source, self.field, self.problem)
+
 
 class SandboxUnavailable(UnscaffoldError):
     """The requested isolation cannot be had on this machine."""

@@ -6,10 +6,13 @@ trial is counted by reason; nothing is ever kept "cleaned"."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from pydantic import BaseModel, Field
@@ -17,7 +20,7 @@ from pydantic import BaseModel, Field
 from unscaffold.collect.audit import audit
 from unscaffold.collect.drop_reasons import DropReason
 from unscaffold.collect.models import ERROR_OUTCOMES
-from unscaffold.collect.scrub import REVIEWER_WORDING, build_markers
+from unscaffold.collect.scrub import REVIEWER_WORDING, Markers, build_markers
 from unscaffold.errors import InputError
 from unscaffold.iojson import read_json, write_json_atomic
 from unscaffold.knowledge.kfolder import K, load_k
@@ -128,6 +131,60 @@ def read_fast(path: Path) -> Any:
     return parse_fast(read_bytes(path), path)
 
 
+PARALLEL_FROM = 400  # trials of one run from which the work is spread over processes (their start costs)
+CHUNK = 32  # trials a worker takes at a time
+
+
+class Judged(NamedTuple):
+    """One trial's fate: a drop reason, or the row's JSON line and its counts."""
+
+    reason: DropReason | None
+    line: bytes = b""
+    masked: int = 0
+    replacements: int = 0
+
+
+class Judge:
+    """Judges trials of one run; a plain picklable object, so worker processes can run it."""
+
+    def __init__(self, markers: Markers, prompt: str, min_reward: float, keep_all: bool) -> None:
+        self.markers, self.prompt, self.min_reward, self.keep_all = markers, prompt, min_reward, keep_all
+
+    def __call__(self, trial: str) -> Judged:
+        result_path = os.path.join(trial, "result.json")
+        if not os.path.exists(result_path):
+            return Judged(DropReason.UNFINISHED)
+        result = read_fast(Path(result_path))
+        # Never training data, whatever the reward and even with --keep-all: a trial the verifier, the
+        # environment or the machinery failed, or one whose artifact was refused (a link, a special file).
+        if result.get("outcome") in ERROR_OUTCOMES:
+            return Judged(DropReason(result["outcome"]))
+        if isinstance(result.get("details"), dict) and result["details"].get(REFUSED):
+            return Judged(DropReason.REFUSED_ARTIFACT)
+        if not self.keep_all:
+            if result.get("exception"):
+                return Judged(DropReason.EXCEPTION)
+            if result.get("reward", 0.0) < self.min_reward:
+                return Judged(DropReason.LOW_REWARD)
+        path = Path(trial, "trajectory.json")
+        raw = read_bytes(path)
+        row, reason = build_row(parse_fast(raw, path), read_reviews(Path(trial, "reviews.jsonl")), self.prompt, raw)
+        if row is None:
+            return Judged(reason)
+        line = orjson.dumps(row)
+        hit = self.markers.find(line)
+        if hit:
+            return Judged(DropReason(hit[0]))
+        return Judged(None, line, len(row["masked_reasoning_turns"]), row["replacements"])
+
+
+def judged(judge: Judge, trials: list[str], pool: ProcessPoolExecutor | None) -> Iterator[Judged]:
+    """Every trial's fate, in order; spread over the pool when there is one and enough trials."""
+    if pool is None or len(trials) < PARALLEL_FROM:
+        return map(judge, trials)
+    return pool.map(judge, trials, chunksize=CHUNK)
+
+
 def build_sft(
     run_dirs: list[Path],
     out: Path,
@@ -135,7 +192,9 @@ def build_sft(
     min_reward: float = 1.0,
     keep_all: bool = False,
     canaries: list[str] | None = None,
+    workers: int | None = None,
 ) -> BuildReport:
+    """`workers`: processes for large runs (default: the machine's cores; 1 keeps everything in this one)."""
     out = Path(out)
     report = BuildReport(runs=[str(r) for r in run_dirs], out=str(out), min_reward=None if keep_all else min_reward,
                          keep_all=keep_all)
@@ -143,62 +202,40 @@ def build_sft(
     prompt = system_prompt()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    workers = workers or len(os.sched_getaffinity(0))
+    pool = None
     try:
         with open(tmp, "wb") as sink:
             for run_dir in map(Path, run_dirs):
-                trials = run_dir / "trials"
-                if not trials.is_dir():
+                trials_dir = run_dir / "trials"
+                if not trials_dir.is_dir():
                     raise InputError(str(run_dir), None, "not a run folder (no trials/)")
                 k = run_knowledge(run_dir)
                 markers = build_markers([k] if k else [], list(canaries or []))
                 for reason, values in markers.by_reason.items():
                     report.markers[reason] = max(report.markers.get(reason, 0), len(values))
-                for trial in sorted(p for p in trials.iterdir() if p.is_dir()):
+                trials = sorted(e.path for e in os.scandir(trials_dir) if e.is_dir())
+                if pool is None and workers > 1 and len(trials) >= PARALLEL_FROM:
+                    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+                for fate in judged(Judge(markers, prompt, min_reward, keep_all), trials, pool):
                     report.trials += 1
-                    reason = _one(trial, sink, markers, prompt, min_reward, keep_all, report)
-                    if reason is not None:
-                        dropped[reason.value] += 1
+                    if fate.reason is not None:
+                        dropped[fate.reason.value] += 1
+                        continue
+                    sink.write(fate.line + b"\n")
+                    report.kept += 1
+                    report.masked_reasoning_turns += fate.masked
+                    report.replacements_kept += fate.replacements
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     report.dropped = dict(sorted(dropped.items()))
     write_json_atomic(report_path(out), report.model_dump())
     return report
-
-
-def _one(trial: Path, sink: Any, markers: Any, prompt: str, min_reward: float, keep_all: bool,
-         report: BuildReport) -> DropReason | None:
-    """The trial's drop reason, or None once its row is written."""
-    result_path = trial / "result.json"
-    if not result_path.exists():
-        return DropReason.UNFINISHED
-    result = read_fast(result_path)
-    # Never training data, whatever the reward and even with --keep-all: a trial the verifier, the
-    # environment or the machinery failed, or one whose artifact was refused (a link, a special file).
-    if result.get("outcome") in ERROR_OUTCOMES:
-        return DropReason(result["outcome"])
-    if isinstance(result.get("details"), dict) and result["details"].get(REFUSED):
-        return DropReason.REFUSED_ARTIFACT
-    if not keep_all:
-        if result.get("exception"):
-            return DropReason.EXCEPTION
-        if result.get("reward", 0.0) < min_reward:
-            return DropReason.LOW_REWARD
-    raw = read_bytes(trial / "trajectory.json")
-    traj = parse_fast(raw, trial / "trajectory.json")
-    row, reason = build_row(traj, read_reviews(trial / "reviews.jsonl"), prompt, raw)
-    if row is None:
-        return reason
-    line = orjson.dumps(row)
-    hit = markers.find(line)
-    if hit:
-        return DropReason(hit[0])
-    sink.write(line + b"\n")
-    report.kept += 1
-    report.masked_reasoning_turns += len(row["masked_reasoning_turns"])
-    report.replacements_kept += row["replacements"]
-    return None
 
 
 def report_path(out: Path) -> Path:
