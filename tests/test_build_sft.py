@@ -161,3 +161,42 @@ def test_drop_reasons_are_one_enumeration_each_explained_in_the_readme() -> None
     readme = (ROOT / "README.md").read_text()
     for reason in DropReason:
         assert f"| `{reason.value}` | {EXPLAINED[reason]} |" in readme
+
+
+def _synthetic_run(root: Path, trials: int) -> Path:
+    """Trials of the perf script's shape: every 20th low-reward, odd ones with reviewer-voice reasoning."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "perf"))
+    from build_sft_throughput import write_run
+
+    return write_run(root, trials, 6)
+
+
+def test_worker_processes_give_the_same_rows_and_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import unscaffold.collect.sft_build as sft_build
+
+    run_dir = _synthetic_run(tmp_path, 40)
+    (run_dir / "trials" / "t00007" / "result.json").write_text(json.dumps({"outcome": "verifier_error"}))
+    monkeypatch.setattr(sft_build, "PARALLEL_FROM", 4)
+    monkeypatch.setattr(sft_build, "CHUNK", 3)
+    one = build_sft([run_dir], tmp_path / "one.jsonl", workers=1)
+    two = build_sft([run_dir], tmp_path / "two.jsonl", workers=2)
+    assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "two.jsonl").read_bytes()
+    assert one.model_dump(exclude={"out"}) == two.model_dump(exclude={"out"})
+    assert (one.trials, one.kept, one.dropped) == (40, 37, {"low_reward": 2, "verifier_error": 1})
+    rows = [json.loads(line) for line in (tmp_path / "two.jsonl").read_text().splitlines()]
+    assert [r["trial_id"] for r in rows][:3] == ["t00001", "t00002", "t00003"]
+
+
+def test_a_bad_file_in_a_worker_is_one_line_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import unscaffold.collect.sft_build as sft_build
+
+    run_dir = _synthetic_run(tmp_path, 12)
+    bad = run_dir / "trials" / "t00009" / "trajectory.json"
+    bad.write_text("{not json")
+    monkeypatch.setattr(sft_build, "PARALLEL_FROM", 4)
+    result = CliRunner().invoke(app, ["build-sft", str(run_dir), "--out", str(tmp_path / "d.jsonl")])
+    assert result.exit_code == 2
+    assert result.output.startswith(f"error: {bad}: invalid JSON: ")
+    assert not (tmp_path / "d.jsonl").exists()
