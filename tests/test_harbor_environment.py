@@ -118,6 +118,7 @@ def test_a_task_needing_its_image_is_environment_unsupported_with_its_lines_and_
     assert "run it with `--sandbox docker` to build the task's image; then: the reference solution exited 127 " \
            "(`bash /solution/solve.sh`), ending: " in r["reason"]
     assert "go: command not found" in r["reason"]
+    assert len(r["details"]["environment_gaps"]) == 4 and r["details"]["environment_gaps"][0].startswith("line 2: FROM")
     assert "not the student's failures" in result.output and "environment_unsupported" in result.output
 
 
@@ -182,3 +183,19 @@ def test_every_trial_failing_for_infrastructure_exits_non_zero_with_the_cause(tm
     assert result.exit_code == 1
     assert result.output.endswith("error: SandboxUnavailable: Docker is not reachable (connection refused)\n")
     assert json.loads((tmp_path / "r" / "results.json").read_text())["outcomes"] == {"infra_error": 2}
+
+
+def test_a_long_list_of_skipped_lines_is_cut_in_the_reason() -> None:
+    from unscaffold.benchmarks.base import Score
+    from unscaffold.collect.trial import decide_outcome
+    from unscaffold.minimal_harness.trajectory import Trajectory
+
+    traj = Trajectory(trial_id="t", task_id="t", suite="harbor", student="oracle", tools=[], exit_status="submitted")
+    gaps = [f"line {n}: RUN step {n} (the local sandbox cannot run build steps)" for n in range(1, 7)]
+    assert decide_outcome(Score(reward=0.0), traj, False, gaps, None) == (
+        "environment_unsupported",
+        "the sandbox could not set up the task's environment (line 1: RUN step 1 (the local sandbox cannot run build "
+        "steps); line 2: RUN step 2 (the local sandbox cannot run build steps); line 3: RUN step 3 (the local sandbox "
+        "cannot run build steps); line 4: RUN step 4 (the local sandbox cannot run build steps); and 2 more (see "
+        "details)): run it with `--sandbox docker` to build the task's image; then: reward 0")
+    assert decide_outcome(Score(reward=1.0), traj, False, gaps, "the reference solution exited 1") == ("passed", "")

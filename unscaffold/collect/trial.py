@@ -31,6 +31,7 @@ TRAJECTORY = "trajectory.json"
 REVIEWS = "reviews.jsonl"
 INFRA_MODEL_ERRORS = ("RetryableModelError",)  # model errors that mean the service, not the trial, failed
 ORACLE_TAIL = 400  # characters of a failed reference command's output quoted in the reason
+MAX_GAPS_LISTED = 4  # environment lines the sandbox skipped, quoted in the reason (all are in details)
 
 
 def decide_outcome(score: Score, traj: Trajectory, infra: bool, gaps: list[str] | None = None,
@@ -52,9 +53,10 @@ def decide_outcome(score: Score, traj: Trajectory, infra: bool, gaps: list[str] 
     if oracle_error and outcome != "environment_error":
         outcome, reason = "environment_error", f"{oracle_error}; then: {reason}"
     if gaps:
+        listed = "; ".join(gaps[:MAX_GAPS_LISTED]) + (f"; and {len(gaps) - MAX_GAPS_LISTED} more (see details)"
+                                                      if len(gaps) > MAX_GAPS_LISTED else "")
         outcome, reason = "environment_unsupported", (
-            f"the sandbox could not set up the task's environment ({'; '.join(gaps)}): {DOCKER_ADVICE}; "
-            f"then: {reason}")
+            f"the sandbox could not set up the task's environment ({listed}): {DOCKER_ADVICE}; then: {reason}")
     return outcome, reason[:MAX_REASON]
 
 
@@ -147,7 +149,10 @@ def run_trial(
     else:
         infra = (traj.exception or "").startswith(INFRA_MODEL_ERRORS)
     oracle = oracle_failure(traj) if provider.spec == "oracle" else None
-    outcome, reason = decide_outcome(score, traj, infra, suite.environment_gaps(task, config.sandbox.kind), oracle)
+    gaps = suite.environment_gaps(task, config.sandbox.kind)
+    outcome, reason = decide_outcome(score, traj, infra, gaps, oracle)
+    if gaps and outcome != "passed":
+        score.details["environment_gaps"] = gaps
     result = TrialResult(
         trial_id=trial_id,
         task_id=task.id,
