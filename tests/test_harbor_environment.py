@@ -199,3 +199,28 @@ def test_a_long_list_of_skipped_lines_is_cut_in_the_reason() -> None:
         "cannot run build steps); line 4: RUN step 4 (the local sandbox cannot run build steps); and 2 more (see "
         "details)): run it with `--sandbox docker` to build the task's image; then: reward 0")
     assert decide_outcome(Score(reward=1.0), traj, False, gaps, "the reference solution exited 1") == ("passed", "")
+
+
+def test_docker_runs_the_tasks_own_image(tmp_path: Path) -> None:
+    from unscaffold.benchmarks.harbor.suite import HarborSuite
+
+    tasks = tmp_path / "tasks"
+    make_task(tasks, "built", dockerfile=GO_DOCKERFILE, files={"main.go": "package main\n"})
+    make_task(tasks, "pulled", toml='[environment]\ndocker_image = "ghcr.io/example/task:1"\n')
+    make_task(tasks, "plain")
+    suite = HarborSuite(tasks)
+    by_id = {t.id: t for t in suite.tasks()}
+    built = suite.prepare(by_id["built"], tmp_path / "t1", "docker")
+    assert (built.image, built.build, built.seed_from_image, built.env) == (None, tasks / "built" / "environment",
+                                                                           True, {})
+    assert not (tmp_path / "t1" / "workspace" / "main.go").exists()  # the image's /app is copied in instead
+    pulled = suite.prepare(by_id["pulled"], tmp_path / "t2", "docker")
+    assert (pulled.image, pulled.build, pulled.seed_from_image) == ("ghcr.io/example/task:1", None, True)
+    plain = suite.prepare(by_id["plain"], tmp_path / "t3", "docker")
+    assert (plain.image, plain.build, plain.seed_from_image) == (None, None, False)  # the suites' image
+    assert suite.environment_gaps(by_id["built"], "docker") == []
+    assert suite.environment_gaps(by_id["pulled"], "local") == [
+        "task.toml: docker_image = 'ghcr.io/example/task:1' (the local sandbox has no such image)"]
+    local = suite.prepare(by_id["built"], tmp_path / "t4", "local")
+    assert local.env == {"GREETING": "hello", "MODE": "fast build"}
+    assert (tmp_path / "t4" / "workspace" / "main.go").read_text() == "package main\n"
