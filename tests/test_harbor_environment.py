@@ -224,3 +224,8 @@ def test_docker_runs_the_tasks_own_image(tmp_path: Path) -> None:
     local = suite.prepare(by_id["built"], tmp_path / "t4", "local")
     assert local.env == {"GREETING": "hello", "MODE": "fast build"}
     assert (tmp_path / "t4" / "workspace" / "main.go").read_text() == "package main\n"
+
+
+def test_heredoc_bodies_belong_to_their_instruction() -> None:
+    text = "FROM python:3.11\nRUN <<EOF\npip install pytest\necho done\nEOF\nWORKDIR /srv\n"
+    assert instructions(text) == [(1, "FROM", "python:3.11"), (2, "RUN", "<<EOF"), (6, "WORKDIR", "/srv")]

@@ -39,15 +39,21 @@ class LocalPlan(BaseModel):
     skipped: list[str] = Field(default_factory=list, description="`line N: TEXT (why)` for each line not applied")
 
 
+HEREDOC = re.compile(r"<<-?\s*[\"']?(\w+)[\"']?")
+
+
 def instructions(text: str) -> list[tuple[int, str, str]]:
-    """(line number, INSTRUCTION, arguments), continuation lines joined, comments dropped."""
+    """(line number, INSTRUCTION, arguments): continuation lines joined, comments dropped, a heredoc's
+    body (`RUN <<EOF ... EOF`) kept with its instruction."""
     out: list[tuple[int, str, str]] = []
-    pending, start = "", 0
+    pending, start, heredoc = "", 0, None
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
-        if not pending and (not stripped or stripped.startswith("#")):
+        if heredoc is not None:
+            if stripped == heredoc:
+                heredoc = None
             continue
-        if pending and stripped.startswith("#"):
+        if not stripped or stripped.startswith("#"):
             continue
         start = start or number
         if stripped.endswith("\\"):
@@ -58,6 +64,8 @@ def instructions(text: str) -> list[tuple[int, str, str]]:
         keyword, _, args = full.partition(" ")
         out.append((start, keyword.upper(), args.strip()))
         start = 0
+        marker = HEREDOC.search(args)
+        heredoc = marker.group(1) if marker else None
     if pending.strip():
         keyword, _, args = pending.strip().partition(" ")
         out.append((start, keyword.upper(), args.strip()))
