@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from unscaffold.cli_options import command_from_model
-from unscaffold.collect.models import RunConfig
+from unscaffold.collect.models import ERROR_OUTCOMES, RunConfig
 from unscaffold.errors import UnscaffoldError
 from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, SandboxKind
 
@@ -40,8 +40,8 @@ def run_command(values: dict[str, Any]) -> None:
     from unscaffold.collect.runner import run as run_suite
 
     try:
-        config = build_settings(RunConfig, values["ctx"], values, {"suite": values["suite"]}, values["config_file"])
-        assert isinstance(config, RunConfig)
+        config = typing.cast(RunConfig, build_settings(RunConfig, values["ctx"], values, {"suite": values["suite"]},
+                                                       values["config_file"]))
         if config.sandbox.kind == "none":
             console.print("[yellow]warning: --sandbox none runs model commands on this machine without isolation")
         bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -87,9 +87,6 @@ def run_problem(results: dict) -> str | None:
     return None
 
 
-NOT_THE_STUDENT = ("environment_error", "environment_unsupported", "verifier_error", "infra_error")
-
-
 def print_summary(results: dict, out: Path) -> None:
     """One row per trial (from its result.json), the trials whose environment or verifier failed apart
     from those the student failed, the skipped tasks, then the run's totals."""
@@ -105,7 +102,7 @@ def print_summary(results: dict, out: Path) -> None:
         r = load_model(path, TrialResult)
         note = r.reason or r.exception or ""
         table.add_row(r.trial_id, f"{r.reward:.2f}", str(r.turns), str(r.replacements), r.outcome, note[:40])
-        if r.outcome in NOT_THE_STUDENT:
+        if r.outcome in ERROR_OUTCOMES:
             not_student.append(r)
     Console().print(table)
     if not_student:
