@@ -179,7 +179,7 @@ def test_worker_processes_give_the_same_rows_and_report(tmp_path: Path, monkeypa
     run_dir = _synthetic_run(tmp_path, 40)
     (run_dir / "trials" / "t00007" / "result.json").write_text(json.dumps({"outcome": "verifier_error"}))
     monkeypatch.setattr(sft_build, "PARALLEL_FROM", 4)
-    monkeypatch.setattr(sft_build, "CHUNK", 3)
+    monkeypatch.setattr(sft_build, "CHUNK", 3)  # 14 part files, appended in order
     one = build_sft([run_dir], tmp_path / "one.jsonl", workers=1)
     two = build_sft([run_dir], tmp_path / "two.jsonl", workers=2)
     assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "two.jsonl").read_bytes()
@@ -200,3 +200,4 @@ def test_a_bad_file_in_a_worker_is_one_line_naming_it(tmp_path: Path, monkeypatc
     assert result.exit_code == 2
     assert result.output.startswith(f"error: {bad}: invalid JSON: ")
     assert not (tmp_path / "d.jsonl").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.is_file()] == []  # no part file left behind

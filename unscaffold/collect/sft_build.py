@@ -9,10 +9,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections import Counter
-from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 import orjson
 from pydantic import BaseModel, Field
@@ -132,7 +132,7 @@ def read_fast(path: Path) -> Any:
 
 
 PARALLEL_FROM = 400  # trials of one run from which the work is spread over processes (their start costs)
-CHUNK = 32  # trials a worker takes at a time
+CHUNK = 64  # trials a worker takes at a time, written to a part file of its own
 
 
 class Judged(NamedTuple):
@@ -142,6 +142,22 @@ class Judged(NamedTuple):
     line: bytes = b""
     masked: int = 0
     replacements: int = 0
+
+
+@dataclass
+class Tally:
+    """What the report counts, for some trials."""
+
+    trials: int = 0
+    kept: int = 0
+    masked: int = 0
+    replacements: int = 0
+    dropped: Counter[str] = field(default_factory=Counter)
+
+    def add(self, other: Tally) -> None:
+        self.trials, self.kept = self.trials + other.trials, self.kept + other.kept
+        self.masked, self.replacements = self.masked + other.masked, self.replacements + other.replacements
+        self.dropped.update(other.dropped)
 
 
 class Judge:
@@ -178,11 +194,61 @@ class Judge:
         return Judged(None, line, len(row["masked_reasoning_turns"]), row["replacements"])
 
 
-def judged(judge: Judge, trials: list[str], pool: ProcessPoolExecutor | None) -> Iterator[Judged]:
-    """Every trial's fate, in order; spread over the pool when there is one and enough trials."""
+def judge_into(judge: Judge, trials: list[str], sink: BinaryIO) -> Tally:
+    """Judge trials in order, writing the kept rows to `sink`."""
+    tally = Tally()
+    for trial in trials:
+        fate = judge(trial)
+        tally.trials += 1
+        if fate.reason is not None:
+            tally.dropped[fate.reason.value] += 1
+            continue
+        sink.write(fate.line + b"\n")
+        tally.kept += 1
+        tally.masked += fate.masked
+        tally.replacements += fate.replacements
+    return tally
+
+
+def judge_part(judge: Judge, trials: list[str], part: str) -> Tally:
+    """A worker's share: its rows go to a part file (rows never travel through a pipe)."""
+    with open(part, "wb") as sink:
+        return judge_into(judge, trials, sink)
+
+
+def append_file(sink: BinaryIO, part: str) -> None:
+    """Append a part file to the output inside the kernel, then remove it."""
+    sink.flush()
+    with open(part, "rb") as source:
+        size, offset = os.fstat(source.fileno()).st_size, 0
+        while offset < size:
+            sent = os.sendfile(sink.fileno(), source.fileno(), offset, size - offset)
+            if sent == 0:
+                break
+            offset += sent
+    os.unlink(part)
+
+
+def judge_run(judge: Judge, trials: list[str], sink: BinaryIO, pool: ProcessPoolExecutor | None, parts: str
+              ) -> Tally:
+    """Every trial of a run, rows in order; spread over the pool when there is one and enough trials."""
     if pool is None or len(trials) < PARALLEL_FROM:
-        return map(judge, trials)
-    return pool.map(judge, trials, chunksize=CHUNK)
+        return judge_into(judge, trials, sink)
+    chunks = [trials[i:i + CHUNK] for i in range(0, len(trials), CHUNK)]
+    futures = [pool.submit(judge_part, judge, chunk, f"{parts}.{n}") for n, chunk in enumerate(chunks)]
+    tally = Tally()
+    try:
+        for n, future in enumerate(futures):
+            tally.add(future.result())
+            append_file(sink, f"{parts}.{n}")
+    finally:
+        for future in futures:
+            future.cancel()
+        for n, future in enumerate(futures):
+            if not future.cancelled():
+                future.exception()  # wait: a running worker may still be writing its part
+            Path(f"{parts}.{n}").unlink(missing_ok=True)
+    return tally
 
 
 def build_sft(
@@ -198,7 +264,7 @@ def build_sft(
     out = Path(out)
     report = BuildReport(runs=[str(r) for r in run_dirs], out=str(out), min_reward=None if keep_all else min_reward,
                          keep_all=keep_all)
-    dropped: Counter[str] = Counter()
+    tally = Tally()
     prompt = system_prompt()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
@@ -206,7 +272,7 @@ def build_sft(
     pool = None
     try:
         with open(tmp, "wb") as sink:
-            for run_dir in map(Path, run_dirs):
+            for index, run_dir in enumerate(map(Path, run_dirs)):
                 trials_dir = run_dir / "trials"
                 if not trials_dir.is_dir():
                     raise InputError(str(run_dir), None, "not a run folder (no trials/)")
@@ -217,15 +283,8 @@ def build_sft(
                 trials = sorted(e.path for e in os.scandir(trials_dir) if e.is_dir())
                 if pool is None and workers > 1 and len(trials) >= PARALLEL_FROM:
                     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
-                for fate in judged(Judge(markers, prompt, min_reward, keep_all), trials, pool):
-                    report.trials += 1
-                    if fate.reason is not None:
-                        dropped[fate.reason.value] += 1
-                        continue
-                    sink.write(fate.line + b"\n")
-                    report.kept += 1
-                    report.masked_reasoning_turns += fate.masked
-                    report.replacements_kept += fate.replacements
+                tally.add(judge_run(Judge(markers, prompt, min_reward, keep_all), trials, sink, pool,
+                                    f"{tmp}.run{index}.part"))
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -233,7 +292,9 @@ def build_sft(
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
-    report.dropped = dict(sorted(dropped.items()))
+    report.trials, report.kept = tally.trials, tally.kept
+    report.masked_reasoning_turns, report.replacements_kept = tally.masked, tally.replacements
+    report.dropped = dict(sorted(tally.dropped.items()))
     write_json_atomic(report_path(out), report.model_dump())
     return report
 
