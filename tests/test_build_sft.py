@@ -180,8 +180,13 @@ def test_worker_processes_give_the_same_rows_and_report(tmp_path: Path, monkeypa
     (run_dir / "trials" / "t00007" / "result.json").write_text(json.dumps({"outcome": "verifier_error"}))
     monkeypatch.setattr(sft_build, "PARALLEL_FROM", 4)
     monkeypatch.setattr(sft_build, "CHUNK", 3)  # 14 part files, appended in order
+    appended = []
+    append = sft_build.append_file
+    monkeypatch.setattr(sft_build, "append_file", lambda sink, part: appended.append(part) or append(sink, part))
     one = build_sft([run_dir], tmp_path / "one.jsonl", workers=1)
+    assert appended == []
     two = build_sft([run_dir], tmp_path / "two.jsonl", workers=2)
+    assert [p.rsplit(".", 1)[1] for p in appended] == [str(n) for n in range(14)]
     assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "two.jsonl").read_bytes()
     assert one.model_dump(exclude={"out"}) == two.model_dump(exclude={"out"})
     assert (one.trials, one.kept, one.dropped) == (40, 37, {"low_reward": 2, "verifier_error": 1})

@@ -282,7 +282,7 @@ def build_sft(
                     report.markers[reason] = max(report.markers.get(reason, 0), len(values))
                 trials = sorted(e.path for e in os.scandir(trials_dir) if e.is_dir())
                 if pool is None and workers > 1 and len(trials) >= PARALLEL_FROM:
-                    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+                    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"))
                 tally.add(judge_run(Judge(markers, prompt, min_reward, keep_all), trials, sink, pool,
                                     f"{tmp}.run{index}.part"))
         os.replace(tmp, out)
