@@ -2,7 +2,8 @@
 
 Writes N synthetic reviewed trials of 40 turns (some replaced turns with reviewer-voice reasoning, a few
 low-reward and leaking trials), then times (a) reading every trial's files and writing them out
-unchanged, and (b) `build_sft` over the same run. Target: ratio (b)/(a) <= 3.
+unchanged, and (b) `build_sft` over the same run, with its worker processes (one per core) and in one
+process. Target: ratio (b)/(a) <= 3.
 
 Run: `.venv/bin/python perf/build_sft_throughput.py [--trials 10000] [--turns 40] [--json]`."""
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -89,25 +91,31 @@ def main() -> None:
         generate = time.perf_counter() - t
         plain_copy(run, root / "warm.txt")  # both measurements read from a warm page cache
         baseline = min(plain_copy(run, root / "copy.txt") for _ in range(2))
-        build, report = None, None
+        build, single, report = None, None, None
         for _ in range(2):
             t = time.perf_counter()
             report = build_sft([run], root / "data.jsonl")
             elapsed = time.perf_counter() - t
             build = elapsed if build is None else min(build, elapsed)
+            t = time.perf_counter()
+            build_sft([run], root / "data1.jsonl", workers=1)
+            elapsed = time.perf_counter() - t
+            single = elapsed if single is None else min(single, elapsed)
         size = sum(p.stat().st_size for p in (run / "trials").rglob("*") if p.is_file())
     finally:
         shutil.rmtree(root, ignore_errors=True)
     out = {"trials": args.trials, "turns": args.turns, "input_mb": round(size / 1e6, 1),
            "generate_s": round(generate, 2), "plain_read_write_s": round(baseline, 3), "build_sft_s": round(build, 3),
-           "ratio": round(build / baseline, 2), "kept": report.kept, "dropped": report.dropped,
+           "ratio": round(build / baseline, 2), "single_process_ratio": round(single / baseline, 2),
+           "workers": len(os.sched_getaffinity(0)), "kept": report.kept, "dropped": report.dropped,
            "trials_per_s": round(args.trials / build, 1), "target_ratio_max": 3.0}
     if args.json:
         print(json.dumps(out, indent=2))
     else:
         print(f"build-sft: {args.trials} trials x {args.turns} turns ({out['input_mb']} MB) in {build:.2f} s "
               f"({out['trials_per_s']} trials/s); plain read+write {baseline:.2f} s -> ratio {out['ratio']:.2f} "
-              f"(target <= 3); kept {report.kept}, dropped {report.dropped}")
+              f"(target <= 3; one process: ratio {out['single_process_ratio']:.2f}, {out['workers']} cores); "
+              f"kept {report.kept}, dropped {report.dropped}")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import call, final
 from unscaffold.llm.registry import load_provider
-from unscaffold.llm.types import AssistantResponse, Message, ToolCall
+from unscaffold.llm.types import AssistantResponse, Message, ToolCall, Usage
 from unscaffold.minimal_harness.agent import Agent, AgentConfig
 from unscaffold.minimal_harness.sandbox import SandboxConfig
 from unscaffold.minimal_harness.sandbox.none import UnisolatedSandbox
@@ -105,11 +105,29 @@ def test_review_hook_replacement_is_what_runs_and_is_recorded(tmp_path: Path, wr
     assert seen == [(2, ""), (4, "done")]
 
 
+class Costly:
+    """A backend that reports each reply's cost itself (0.004 USD)."""
+
+    spec = "costly"
+
+    def complete(self, messages: list[Message], tools: list) -> AssistantResponse:
+        return AssistantResponse(usage=Usage(input_tokens=10, output_tokens=5, cost_usd=0.004),
+                                 tool_calls=[ToolCall(id="c", name="execute", arguments={"command": "true"})])
+
+
 def test_wall_and_cost_limits(tmp_path: Path, write_replay) -> None:
     spec = write_replay({"*": [call("sleep 0.3")] * 5})
     traj = make_agent(tmp_path, spec, max_wall_s=0.5).run("x")
     assert traj.exit_status == "wall_limit"
+    assert traj.exit_message == "reached the wall-time limit of 0.5 s"
     assert 1 <= len(traj.steps) <= 2
+    sandbox = UnisolatedSandbox(SandboxConfig(kind="none", workspace=tmp_path / "ws2"))
+    traj = Trajectory(trial_id="t", task_id="t", suite="unit", student="costly", tools=[])
+    Agent(Costly(), sandbox, traj, config=AgentConfig(max_cost_usd=0.01, price_in_per_mtok=1e6)).run("x")
+    assert traj.exit_status == "cost_limit"
+    assert traj.exit_message == "reached the cost limit of $0.01"
+    assert len(traj.steps) == 3  # 0.004 USD a step, as the backend reported (the prices do not override it)
+    assert traj.usage.cost_usd == pytest.approx(0.012)
 
 
 def test_replay_exhausted_is_recorded_not_raised(tmp_path: Path, write_replay) -> None:

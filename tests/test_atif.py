@@ -217,3 +217,11 @@ def test_export_run_malformed_file_names_it(tmp_path: Path) -> None:
 def test_export_run_needs_a_run_folder(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no trials/ folder"):
         export_run(tmp_path)
+
+
+def test_oracle_steps_call_no_model() -> None:
+    traj = make_trajectory()
+    traj.student = "oracle"
+    doc = trajectory_to_atif(traj)
+    assert [s.get("llm_call_count") for s in doc["steps"]] == [None, None, 0, 0]
+    assert [s.get("llm_call_count") for s in trajectory_to_atif(make_trajectory())["steps"]] == [None, None, 1, 1]

@@ -118,13 +118,16 @@ def _traj(change=None) -> dict:
 @pytest.mark.parametrize(
     "change,reason",
     [
-        (None, "kept"),
+        (None, None),
         (lambda t: t["steps"][0].update(command="rm -rf /"), "audit:command_mismatch"),
         (lambda t: t["messages"].insert(4, {"role": "tool", "tool_call_id": "zz", "content": "x"}),
          "audit:orphan_observation"),
         (lambda t: t["messages"][4].update(content="done <|im_end|>"), "audit:markup_in_text"),
         (lambda t: t.update(exit_status="turn_limit", final_answer=None), "audit:no_final_answer"),
-        (lambda t: t["messages"][0].update(content="You are a different agent."), "audit:history_rewritten"),
+        (lambda t: t["messages"][0].update(content="You are a different agent."), "audit:system_prompt_changed"),
+        (lambda t: t["messages"].pop(1), "audit:no_task_opening"),
+        (lambda t: t["steps"][1].update(message_index=3), "audit:step_not_assistant"),
+        (lambda t: t["steps"][1].update(message_index=40), "audit:step_not_assistant"),
         (lambda t: t.update(harness="hstar"), "not_deployment_harness"),
         (lambda t: t["steps"][0].update(format_error="Format error: ..."), "format_error"),
     ],
@@ -133,13 +136,73 @@ def test_audit_reasons(change, reason) -> None:
     traj = _traj(change)
     row, why = build_row(traj, [], system_prompt())
     assert why == reason
-    assert (row is not None) == (reason == "kept")
+    assert (row is not None) == (reason is None)
 
 
 def test_visible_history_must_match_the_review_log() -> None:
     traj = _traj()
     reviews = [{"turn": 1, "decision": "REPLACE", "proposal": {"tool_calls": []},
                 "replacement": {"tool_call": {"name": "execute", "arguments": {"command": "pwd"}}}}]
-    assert build_row(traj, reviews, system_prompt())[1] == "audit:history_rewritten"
+    assert build_row(traj, reviews, system_prompt())[1] == "audit:review_log_mismatch"
     reviews[0]["replacement"]["tool_call"]["arguments"]["command"] = "ls"
-    assert build_row(traj, reviews, system_prompt())[1] == "kept"
+    assert build_row(traj, reviews, system_prompt())[1] is None
+
+
+def test_drop_reasons_are_one_enumeration_each_explained_in_the_readme() -> None:
+    from tests.conftest import ROOT
+    from unscaffold.collect.drop_reasons import EXPLAINED, DropReason
+    from unscaffold.collect.models import ERROR_OUTCOMES
+    from unscaffold.collect.scrub import build_markers
+    from unscaffold.untrusted import REFUSED
+
+    assert set(EXPLAINED) == set(DropReason) and len({r.value for r in DropReason}) == len(DropReason)
+    assert set(ERROR_OUTCOMES) | {REFUSED} <= {r.value for r in DropReason}
+    assert set(build_markers([], ["x"]).by_reason) <= set(DropReason)
+    readme = (ROOT / "README.md").read_text()
+    for reason in DropReason:
+        assert f"| `{reason.value}` | {EXPLAINED[reason]} |" in readme
+
+
+def _synthetic_run(root: Path, trials: int) -> Path:
+    """Trials of the perf script's shape: every 20th low-reward, odd ones with reviewer-voice reasoning."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "perf"))
+    from build_sft_throughput import write_run
+
+    return write_run(root, trials, 6)
+
+
+def test_worker_processes_give_the_same_rows_and_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import unscaffold.collect.sft_build as sft_build
+
+    run_dir = _synthetic_run(tmp_path, 40)
+    (run_dir / "trials" / "t00007" / "result.json").write_text(json.dumps({"outcome": "verifier_error"}))
+    monkeypatch.setattr(sft_build, "PARALLEL_FROM", 4)
+    monkeypatch.setattr(sft_build, "CHUNK", 3)  # 14 part files, appended in order
+    appended = []
+    append = sft_build.append_file
+    monkeypatch.setattr(sft_build, "append_file", lambda sink, part: appended.append(part) or append(sink, part))
+    one = build_sft([run_dir], tmp_path / "one.jsonl", workers=1)
+    assert appended == []
+    two = build_sft([run_dir], tmp_path / "two.jsonl", workers=2)
+    assert [p.rsplit(".", 1)[1] for p in appended] == [str(n) for n in range(14)]
+    assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "two.jsonl").read_bytes()
+    assert one.model_dump(exclude={"out"}) == two.model_dump(exclude={"out"})
+    assert (one.trials, one.kept, one.dropped) == (40, 37, {"low_reward": 2, "verifier_error": 1})
+    rows = [json.loads(line) for line in (tmp_path / "two.jsonl").read_text().splitlines()]
+    assert [r["trial_id"] for r in rows][:3] == ["t00001", "t00002", "t00003"]
+
+
+def test_a_bad_file_in_a_worker_is_one_line_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import unscaffold.collect.sft_build as sft_build
+
+    run_dir = _synthetic_run(tmp_path, 12)
+    bad = run_dir / "trials" / "t00009" / "trajectory.json"
+    bad.write_text("{not json")
+    monkeypatch.setattr(sft_build, "PARALLEL_FROM", 4)
+    result = CliRunner().invoke(app, ["build-sft", str(run_dir), "--out", str(tmp_path / "d.jsonl")])
+    assert result.exit_code == 2
+    assert result.output.startswith(f"error: {bad}: invalid JSON: ")
+    assert not (tmp_path / "d.jsonl").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.is_file()] == []  # no part file left behind

@@ -19,7 +19,7 @@ import pytest
 from tests.conftest import eventually
 from unscaffold.errors import SandboxUnavailable
 from unscaffold.minimal_harness.sandbox import docker_sandbox as ds
-from unscaffold.minimal_harness.sandbox.base import Limits, Mount, SandboxConfig
+from unscaffold.minimal_harness.sandbox.base import SUITES_IMAGE_DIR, Limits, Mount, SandboxConfig
 from unscaffold.minimal_harness.sandbox.docker_sandbox import (
     EXEC_WRAPPER,
     IMAGE_PATH,
@@ -148,11 +148,16 @@ _ids = itertools.count(1)
 
 
 class FakeContainer:
-    def __init__(self, kwargs: dict[str, Any], fail_start: bool) -> None:
+    def __init__(self, kwargs: dict[str, Any], fail_start: bool, archive: bytes | None = None) -> None:
         self.id = f"fake{next(_ids)}"
-        self.kwargs, self.fail_start = kwargs, fail_start
+        self.kwargs, self.fail_start, self.archive = kwargs, fail_start, archive
         self.started = False
         self.removals: list[dict[str, Any]] = []
+
+    def get_archive(self, path: str) -> tuple[list[bytes], dict[str, Any]]:
+        if self.archive is None:
+            raise docker.errors.NotFound(f"no such path {path}")
+        return [self.archive[:10], self.archive[10:]], {"name": path}
 
     def start(self) -> None:
         if self.fail_start:
@@ -164,14 +169,39 @@ class FakeContainer:
 
 
 class FakeContainers:
-    def __init__(self, fail_start: bool) -> None:
-        self.fail_start = fail_start
+    def __init__(self, fail_start: bool, archive: bytes | None = None) -> None:
+        self.fail_start, self.archive = fail_start, archive
         self.created: list[FakeContainer] = []
 
     def create(self, **kwargs: Any) -> FakeContainer:
-        c = FakeContainer(kwargs, self.fail_start)
+        c = FakeContainer(kwargs, self.fail_start, self.archive)
         self.created.append(c)
         return c
+
+
+class FakeImages:
+    """Tags the engine has; `build` records each build and, unless told to fail, adds the tag."""
+
+    def __init__(self, have: set[str] | None = None, build_log: list[dict[str, str]] | None = None) -> None:
+        self.have = set(have or ())
+        self.builds: list[dict[str, Any]] = []
+        self.build_log = build_log
+
+    def get(self, tag: str) -> object:
+        if tag not in self.have:
+            raise docker.errors.ImageNotFound(f"no such image: {tag}")
+        return object()
+
+    def build(self, **kwargs: Any) -> Any:
+        self.builds.append(kwargs)
+        if self.build_log is not None:
+            raise docker.errors.BuildError("The command '/bin/sh -c go build' returned a non-zero code: 127",
+                                           iter(self.build_log))
+        self.have.add(kwargs["tag"])
+        return object(), iter([])
+
+    def pull(self, image: str) -> None:
+        self.have.add(image)
 
 
 class FakeAPI:
@@ -198,14 +228,17 @@ class FakeAPI:
 
 class FakeClient:
     def __init__(
-        self, chunks: list[bytes] | None = None, exit_code: int = 0, delay_s: float = 0.0, fail_start: bool = False
+        self, chunks: list[bytes] | None = None, exit_code: int = 0, delay_s: float = 0.0, fail_start: bool = False,
+        images: FakeImages | None = None, archive: bytes | None = None,
     ) -> None:
-        self.containers = FakeContainers(fail_start)
+        self.containers = FakeContainers(fail_start, archive)
         self.api = FakeAPI(chunks or [], exit_code, delay_s)
+        self.images = images or FakeImages()
 
 
 def _config(tmp_path: Path) -> SandboxConfig:
-    return SandboxConfig(kind="docker", workspace=tmp_path / "ws", workdir="/app", timeout_s=30)
+    return SandboxConfig(kind="docker", workspace=tmp_path / "ws", workdir="/app", timeout_s=30,
+                         image="python:3.11-slim")
 
 
 def test_execute_returns_observation_and_exit_code(tmp_path: Path) -> None:
@@ -287,6 +320,80 @@ def test_cleanup_all_and_signal_chain(tmp_path: Path, monkeypatch: pytest.Monkey
     assert live_container_ids() == []
 
 
+
+# ---------------------------------------------------------------- images built from a Dockerfile
+
+
+def test_suites_image_is_built_once_from_the_shipped_dockerfile(tmp_path: Path) -> None:
+    images = FakeImages()
+    client = FakeClient(images=images)
+    config = SandboxConfig(kind="docker", workspace=tmp_path / "ws", workdir="/app")  # no image, no build
+    tag = f"unscaffold-env:{ds.context_hash(SUITES_IMAGE_DIR)}"
+    with DockerSandbox(config, client=client) as sb:
+        assert sb.config.image == tag and f"from image {tag}:" in sb.isolation
+    with DockerSandbox(config.model_copy(update={"workspace": tmp_path / "ws2"}), client=client):
+        pass
+    assert [(b["path"], b["tag"]) for b in images.builds] == [(str(SUITES_IMAGE_DIR), tag)]  # built on first use only
+    assert [c.kwargs["image"] for c in client.containers.created] == [tag, tag]
+    dockerfile = (SUITES_IMAGE_DIR / "Dockerfile").read_text()
+    assert "openpyxl" in dockerfile and "rdkit" in dockerfile
+
+
+def test_task_dockerfile_is_built_and_cached_by_content(tmp_path: Path) -> None:
+    env = tmp_path / "environment"
+    env.mkdir()
+    (env / "Dockerfile").write_text("FROM golang:1.22\nWORKDIR /app\nCOPY main.go .\n")
+    (env / "main.go").write_text("package main\n")
+    first = ds.context_hash(env)
+    images = FakeImages()
+    client = FakeClient(images=images)
+    config = SandboxConfig(kind="docker", workspace=tmp_path / "ws", workdir="/app", build=env)
+    assert ds.ensure_image(client, config) == f"unscaffold-env:{first}"
+    assert ds.ensure_image(client, config) == f"unscaffold-env:{first}"
+    (env / "main.go").write_text("package main // changed\n")
+    second = ds.context_hash(env)
+    assert second != first
+    assert ds.ensure_image(client, config) == f"unscaffold-env:{second}"
+    assert [b["tag"] for b in images.builds] == [f"unscaffold-env:{first}", f"unscaffold-env:{second}"]
+    assert images.builds[0]["labels"] == {"unscaffold": "1"}
+
+
+def test_failed_build_is_the_environments_error_with_the_log_tail(tmp_path: Path) -> None:
+    from unscaffold.errors import EnvironmentBroken
+
+    env = tmp_path / "environment"
+    env.mkdir()
+    (env / "Dockerfile").write_text("FROM golang:1.22\nRUN go build\n")
+    log = [{"stream": "Step 2/2 : RUN go build\n"}, {"stream": "/bin/sh: 1: go: not found\n"}]
+    client = FakeClient(images=FakeImages(build_log=log))
+    with pytest.raises(EnvironmentBroken) as err:
+        DockerSandbox(SandboxConfig(kind="docker", workspace=tmp_path / "ws", build=env), client=client)
+    assert str(err.value) == (f"building the image from {env / 'Dockerfile'} failed: The command '/bin/sh -c go build' "
+                              "returned a non-zero code: 127; the build ended: Step 2/2 : RUN go build | "
+                              "/bin/sh: 1: go: not found")
+    assert client.containers.created == []
+
+
+def test_workspace_is_seeded_from_the_images_workdir(tmp_path: Path) -> None:
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in (("app/main.go", b"package main\n"), ("app/data/input.txt", b"42\n")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    client = FakeClient(archive=buffer.getvalue())
+    config = SandboxConfig(kind="docker", workspace=tmp_path / "ws", workdir="/app", image="task:1",
+                           seed_from_image=True)
+    with DockerSandbox(config, client=client):
+        assert (tmp_path / "ws" / "main.go").read_text() == "package main\n"
+        assert (tmp_path / "ws" / "data" / "input.txt").read_text() == "42\n"
+    holder, container = client.containers.created
+    assert holder.kwargs["image"] == "task:1" and holder.removals == [{"force": True}]
+    assert container.kwargs["volumes"][0] == f"{(tmp_path / 'ws').resolve()}:/app:rw"
+
 SIGTERM_SCRIPT = """
 import os, signal, sys, time
 from pathlib import Path
@@ -306,7 +413,7 @@ class Containers:
 class Client:
     containers = Containers()
 
-DockerSandbox(SandboxConfig(kind="docker", workspace=marker.parent / "ws"), client=Client())
+DockerSandbox(SandboxConfig(kind="docker", workspace=marker.parent / "ws", image="python:3.11-slim"), client=Client())
 os.kill(os.getpid(), signal.SIGTERM)
 time.sleep(5)
 sys.exit(3)

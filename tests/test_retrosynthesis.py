@@ -15,7 +15,7 @@ from unscaffold.benchmarks.retrosynthesis.chem import CLASS_NAMES, RDKIT_VERSION
 from unscaffold.benchmarks.retrosynthesis.data import BUILTIN, load_reactions, parse_class, split_of
 from unscaffold.benchmarks.retrosynthesis.suite import RetrosynthesisSuite, instruction
 from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
+from unscaffold.collect.runner import run, select_tasks
 from unscaffold.errors import InputError
 
 
@@ -182,9 +182,35 @@ def test_loader_folder_splits_and_bad_rows(tmp_path: Path) -> None:
     (tmp_path / "raw_train.csv").write_text(f"id,class,reactants>reagents>production\na,2,{MAPPED}\n"
                                             "b,1,C1CC(>>CC\nc,1,no reaction here\n")
     (tmp_path / "raw_test.csv").write_text(f"id,class,reactants>reagents>production\nd,6,{MAPPED_DEPROTECTION}\n")
-    with pytest.warns(UserWarning, match=r"raw_train.csv: skipped 2 row\(s\) \(line 3: SMILES that RDKit cannot"):
+    with pytest.warns(UserWarning) as seen:
         suite = RetrosynthesisSuite(tmp_path)
-    assert [t.id for t in suite.tasks("train")] == ["a"] and [t.id for t in suite.tasks("test")] == ["d"]
+    assert [str(w.message) for w in seen] == [f"{tmp_path / 'raw_train.csv'}: skipped 1 row(s) that are not "
+                                              "`reactants>reagents>product`: line 4 (id c)"]
+    with pytest.warns(UserWarning) as seen:
+        assert [t.id for t in suite.tasks("train")] == ["a"]
+    assert [str(w.message) for w in seen] == [f"left out 1 reaction(s): {tmp_path / 'raw_train.csv'}: line 3: "
+                                              "reaction 'b': SMILES that RDKit cannot parse"]
+    assert [t.id for t in suite.tasks("test")] == ["d"]
+    with pytest.raises(InputError) as err:  # asked for by name, the bad row is an error naming line and id
+        suite.named_tasks(["a", "b"])
+    assert str(err.value) == f"{tmp_path / 'raw_train.csv'}: line 3: reaction 'b': SMILES that RDKit cannot parse"
+    assert [t.id for t in suite.named_tasks(["a", "d"])] == ["d", "a"]  # in the order of the data
+
+
+def test_naming_tasks_canonicalises_only_those(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--tasks` on a large split makes only the named tasks: no other reaction reaches RDKit."""
+    import unscaffold.benchmarks.retrosynthesis.data as data
+
+    rows = "".join(f"r{i},1,{MAPPED}\n" for i in range(2000))
+    (tmp_path / "raw_train.csv").write_text(f"id,class,reactants>reagents>production\n{rows}")
+    made = []
+    original = data.Gold.of
+    monkeypatch.setattr(data.Gold, "of", classmethod(lambda cls, r, p: made.append(p) or original(r, p)))
+    suite = RetrosynthesisSuite(tmp_path)
+    summary_tasks = select_tasks(suite, RunConfig(suite="retrosynthesis", student="oracle", out=tmp_path / "r",
+                                                  task_ids=["r1500", "r7"]))
+    assert [t.id for t in summary_tasks] == ["r7", "r1500"]
+    assert len(made) == 2
 
 
 def test_loader_errors_name_the_file(tmp_path: Path) -> None:

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
+import typing
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from unscaffold.cli_options import command_from_model
+from unscaffold.collect.models import ERROR_OUTCOMES, RunConfig
 from unscaffold.errors import UnscaffoldError
+from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, SandboxKind
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console(stderr=True)
@@ -22,55 +27,26 @@ def fail(e: Exception) -> None:
     raise typer.Exit(2)
 
 
-@app.command()
-def run(
-    suite: Annotated[str, typer.Argument(help="Suite name: harbor, ...")],
-    student: Annotated[str, typer.Option(help="Model spec or `oracle`.")],
-    out: Annotated[Path, typer.Option(help="Run folder (re-running resumes it).")],
-    data: Annotated[Path | None, typer.Option(help="Real data for the suite.")] = None,
-    split: Annotated[str | None, typer.Option(help="train or test.")] = None,
-    tasks: Annotated[str | None, typer.Option(help="Comma-separated task ids.")] = None,
-    trials: Annotated[int, typer.Option(min=1, help="Trials per task.")] = 1,
-    concurrency: Annotated[int, typer.Option(min=1, help="Trials at once.")] = 1,
-    sandbox: Annotated[str, typer.Option(help="local (bubblewrap), docker, or none (no isolation).")] = "local",
-    executor: Annotated[str, typer.Option(help="Where trials run: local (threads here), ray (a local Ray instance) "
-                                          "or ray:ADDRESS (a cluster: auto, ray://HOST:10001); per trial "
-                                          "resources as ?cpus=N&memory=SIZE.")] = "local",
-    harness: Annotated[str, typer.Option(help="minimal, hstar (the suite bank) or a bank folder.")] = "minimal",
-    reviewer: Annotated[str | None, typer.Option(help="Reviewer: a model spec, replay:FILE, rules, cascade:SPEC, "
-                                                 "passthrough. With one, the run is a collection.")] = None,
-    knowledge: Annotated[Path | None, typer.Option(help="K for the reviewer (default: the suite's).")] = None,
-    budget: Annotated[int, typer.Option(min=0, help="REPLACE decisions allowed per trial.")] = 5,
-    reviewer_concurrency: Annotated[int | None, typer.Option(min=1, help="Reviewer calls in flight at once.")] = None,
-    infra_retries: Annotated[int, typer.Option(min=0, help="Re-runs of a trial whose machinery failed.")] = 2,
-    max_turns: Annotated[int, typer.Option(min=1)] = 40,
-    command_timeout: Annotated[float, typer.Option(help="Seconds per command.")] = 60.0,
-    max_wall: Annotated[float | None, typer.Option(help="Seconds per trial.")] = None,
-    max_cost: Annotated[float | None, typer.Option(help="USD of student tokens per trial.")] = None,
-    price_in: Annotated[float, typer.Option(help="USD per million input tokens (for cost).")] = 0.0,
-    price_out: Annotated[float, typer.Option(help="USD per million output tokens (for cost).")] = 0.0,
-) -> None:
+def sandbox_kind(value: str) -> SandboxKind:
+    kinds = typing.get_args(SandboxKind)
+    if value not in kinds:
+        raise UnscaffoldError(f"--sandbox: unknown kind {value!r}; use {', '.join(kinds[:-1])} or {kinds[-1]}")
+    return typing.cast(SandboxKind, value)
+
+
+def run_command(values: dict[str, Any]) -> None:
     """Run trials of a suite; without a reviewer this is an evaluation."""
-    from unscaffold.collect.models import RunConfig
+    from unscaffold.cli_options import build_settings
     from unscaffold.collect.runner import run as run_suite
 
     try:
-        if sandbox not in ("local", "docker", "none"):
-            raise UnscaffoldError(f"--sandbox: unknown kind {sandbox!r}; use local, docker or none")
-        if sandbox == "none":
+        config = typing.cast(RunConfig, build_settings(RunConfig, values["ctx"], values, {"suite": values["suite"]},
+                                                       values["config_file"]))
+        if config.sandbox.kind == "none":
             console.print("[yellow]warning: --sandbox none runs model commands on this machine without isolation")
-        config = RunConfig(
-            suite=suite, student=student, out=out, data=data, split=split,
-            task_ids=[t for t in tasks.split(",") if t] if tasks else None, trials=trials,
-            concurrency=concurrency, sandbox=sandbox, max_turns=max_turns, command_timeout_s=command_timeout,
-            harness=harness, reviewer=reviewer, knowledge=knowledge, budget=budget,
-            reviewer_concurrency=reviewer_concurrency, infra_retries=infra_retries, max_wall_s=max_wall,
-            max_cost_usd=max_cost, price_in_per_mtok=price_in, price_out_per_mtok=price_out,
-            executor=executor,
-        )
         bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                        console=console, transient=False)
-        job = bar.add_task(f"{suite} trials", total=None)
+        job = bar.add_task(f"{config.suite} trials", total=None)
 
         def started(total: int, done: int) -> None:  # once set-up has passed: no bar before an input error
             bar.update(job, total=total, completed=done)
@@ -82,23 +58,62 @@ def run(
             bar.stop()
     except UnscaffoldError as e:
         fail(e)
-    print_summary(summary.model_dump(mode="json"), out)
+    results = summary.model_dump(mode="json")
+    print_summary(results, config.out)
+    problem = run_problem(results)
+    if problem:
+        sys.stderr.write(f"error: {problem}\n")
+        raise typer.Exit(1)
+
+
+# `unscaffold run`: every option is a RunConfig field (flag, help and default declared there once).
+app.command("run")(command_from_model(RunConfig, [
+    inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context),
+    inspect.Parameter("suite", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[
+        str, typer.Argument(help=RunConfig.model_fields["suite"].description)]),
+], run_command))
+
+
+def run_problem(results: dict) -> str | None:
+    """Why a finished run is not a clean result (exit status 1): tasks were skipped, or no trial got past
+    the machinery."""
+    skipped = results.get("skipped_tasks") or {}
+    if skipped:
+        return f"{len(skipped)} task(s) skipped as unreadable: {', '.join(sorted(skipped))} (see skipped_tasks " \
+               "in results.json)"
+    outcomes = results.get("outcomes") or {}
+    if results.get("n_trials") and outcomes.get("infra_error", 0) == results["n_trials"]:
+        return results.get("infra_cause") or "every trial failed for infrastructure"
+    return None
 
 
 def print_summary(results: dict, out: Path) -> None:
-    """One row per trial (from its result.json), then the run's totals."""
+    """One row per trial (from its result.json), the trials whose environment or verifier failed apart
+    from those the student failed, the skipped tasks, then the run's totals."""
     from unscaffold.collect.models import TrialResult
     from unscaffold.iojson import load_model
 
     table = Table(title=f"{results['suite']} run", caption=f"student {results['student']}")
     for name, justify in (("trial", "left"), ("reward", "right"), ("turns", "right"), ("replaced", "right"),
-                          ("exit", "left"), ("note", "left")):
+                          ("outcome", "left"), ("note", "left")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    not_student = []
     for path in sorted((out / "trials").glob("*/result.json")):
         r = load_model(path, TrialResult)
-        note = r.exception or r.reason or ""
-        table.add_row(r.trial_id, f"{r.reward:.2f}", str(r.turns), str(r.replacements), r.exit_status, note[:40])
+        note = r.reason or r.exception or ""
+        table.add_row(r.trial_id, f"{r.reward:.2f}", str(r.turns), str(r.replacements), r.outcome, note[:40])
+        if r.outcome in ERROR_OUTCOMES:
+            not_student.append(r)
     Console().print(table)
+    if not_student:
+        failed = Table(title="not the student's failures: the environment, verifier or machinery failed")
+        for name in ("trial", "outcome", "reason"):
+            failed.add_column(name, overflow="fold")
+        for r in not_student:
+            failed.add_row(r.trial_id, r.outcome, r.reason)
+        Console().print(failed)
+    for task_id, why in sorted((results.get("skipped_tasks") or {}).items()):
+        Console().print(f"skipped task {task_id}: {why}", highlight=False)
     extra = "".join(f"  {k}={results[k]:.2f}" for k in ("tgc", "sgc") if k in results)
     saved = results.get("reviewer_calls_saved")
     Console().print(
@@ -114,7 +129,8 @@ def print_summary(results: dict, out: Path) -> None:
 def exec_command(
     command: Annotated[list[str], typer.Argument(help="The command (after --).")],
     network: Annotated[bool, typer.Option("--network", help="Allow network access.")] = False,
-    timeout: Annotated[float, typer.Option(help="Seconds before the process group is killed.")] = 60.0,
+    timeout: Annotated[float, typer.Option(help="Seconds before the process group is killed.")] = (
+        DEFAULT_COMMAND_TIMEOUT_S),
     workspace: Annotated[Path | None, typer.Option(help="Workspace folder (default: a new temporary one).")] = None,
     sandbox: Annotated[str, typer.Option(help="local, docker or none.")] = "local",
 ) -> None:
@@ -126,9 +142,7 @@ def exec_command(
 
     ws = workspace or Path(tempfile.mkdtemp(prefix="unscaffold-ws-"))
     try:
-        if sandbox not in ("local", "docker", "none"):
-            raise UnscaffoldError(f"--sandbox: unknown kind {sandbox!r}; use local, docker or none")
-        box = open_sandbox(SandboxConfig(kind=sandbox, workspace=ws, network=network, timeout_s=timeout))
+        box = open_sandbox(SandboxConfig(kind=sandbox_kind(sandbox), workspace=ws, network=network, timeout_s=timeout))
         try:
             result = box.execute(command[0] if len(command) == 1 else shlex.join(command))
         finally:
@@ -169,9 +183,7 @@ def compile_k_command(
     from unscaffold.knowledge.kfolder import load_k
 
     try:
-        if sandbox not in ("local", "docker", "none"):
-            raise UnscaffoldError(f"--sandbox: unknown kind {sandbox!r}; use local, docker or none")
-        report = compile_k(bank, out, sandbox=sandbox, verify=verify)
+        report = compile_k(bank, out, sandbox=sandbox_kind(sandbox), verify=verify)
         if suite:
             problems = lint_k(load_k(out), load_suite(suite, data).leak_markers())
             if problems:

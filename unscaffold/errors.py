@@ -13,6 +13,10 @@ class InputError(UnscaffoldError):
         where = f"{source}: {field}" if field else source
         super().__init__(f"{where}: {problem}")
 
+    def __reduce__(self) -> tuple[type, tuple[str, str | None, str]]:
+        """Picklable as raised (e.g. from a worker process)."""
+        return type(self), (self.source, self.field, self.problem)
+
 
 class SandboxUnavailable(UnscaffoldError):
     """The requested isolation cannot be had on this machine."""
@@ -36,3 +40,8 @@ class AuthError(ModelError):
 
 class ReplayExhausted(ModelError):
     """A replay file has no entry left for this task."""
+
+
+class EnvironmentBroken(UnscaffoldError):
+    """The task's environment cannot be made (its image does not build): the task's fault, not the
+    machine's, so running the trial again would not help."""

@@ -48,6 +48,12 @@ class Suite(ABC):
     def tasks(self, split: str | None = None) -> list[Task]:
         """The tasks of a split (None: the suite's default)."""
 
+    def named_tasks(self, task_ids: list[str], split: str | None = None) -> list[Task]:
+        """The tasks of a split with these ids (`--tasks`), in the split's order; unknown ids are left out
+        (the runner names them). A suite whose tasks are costly to make makes only these."""
+        wanted = set(task_ids)
+        return [t for t in self.tasks(split) if t.id in wanted]
+
     @abstractmethod
     def prepare(self, task: Task, trial_dir: Path, kind: SandboxKind, *, oracle: bool = False) -> SandboxConfig:
         """Create the trial's workspace and say how the sandbox shows it."""
@@ -72,6 +78,15 @@ class Suite(ABC):
     def score(self, task: Task, trial_dir: Path, sandbox: Sandbox, trajectory: Trajectory) -> Score:
         """Reward in [0, 1], once the student is done; `sandbox` is the trial's, still open (Harbor
         verifiers run in it). Never raises on a bad output: a missing or corrupt one scores 0 with a reason."""
+
+    def skipped_tasks(self) -> dict[str, str]:
+        """Tasks of the data that could not be read, id -> why; the others still run. Default: none."""
+        return {}
+
+    def environment_gaps(self, task: Task, kind: SandboxKind) -> list[str]:
+        """What this sandbox kind could not set up of the task's environment (one line each, e.g. a
+        Dockerfile `RUN` under `local`). A trial with gaps that then fails is `environment_unsupported`."""
+        return []
 
     def metrics(self, tasks: list[Task], rewards: dict[str, float]) -> dict[str, float]:
         """Suite metrics beyond pass@1 (e.g. SGC over scenarios)."""

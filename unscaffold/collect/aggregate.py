@@ -60,6 +60,8 @@ def aggregate(
         isolation=_one_or_mixed({r.isolation for r in results if r.isolation}),
         isolations=dict(Counter(r.isolation for r in results if r.isolation)),
         outcomes=dict(Counter(r.outcome for r in results)),
+        infra_cause=next((r.reason for r in results if r.outcome == "infra_error"), None),
+        skipped_tasks=suite.skipped_tasks(),
         unscaffold_version=__version__,
     )
     for key, value in {**suite.describe(), **suite.metrics(tasks, per_task)}.items():

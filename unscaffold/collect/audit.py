@@ -5,47 +5,50 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from unscaffold.collect.drop_reasons import DropReason
 from unscaffold.collect.scrub import MARKUP
 
 MARKUP_BYTES = re.compile(MARKUP.pattern.encode())
 
-EXECUTE = "execute"
-
 
 def audit(traj: dict[str, Any], reviews: list[dict[str, Any]], system_prompt: str, raw: bytes | None = None
-          ) -> str | None:
+          ) -> DropReason | None:
     """The first audit failure as a drop reason, or None. Works on plain dicts (fast path); with the
     file's `raw` bytes, the per-message markup scan only runs when the markup occurs somewhere at all."""
     messages = traj["messages"]
     if len(messages) < 2 or messages[0]["role"] != "system" or messages[1]["role"] != "user":
-        return "audit:history_rewritten"
+        return DropReason.NO_TASK_OPENING
     if messages[0].get("content") != system_prompt:
-        return "audit:history_rewritten"
+        return DropReason.SYSTEM_PROMPT_CHANGED
     body = messages[2:]
     if _answers(body) != [m.get("tool_call_id") for m in body if m["role"] == "tool"] and _orphan(body):
-        return "audit:orphan_observation"
+        return DropReason.ORPHAN_OBSERVATION
     if (raw is None or MARKUP_BYTES.search(raw)) and any(
         MARKUP.search(m.get("content") or "") or MARKUP.search(m.get("reasoning_content") or "")
         for m in body if m["role"] != "tool"
     ):
-        return "audit:markup_in_text"
+        return DropReason.MARKUP_IN_TEXT
     steps = traj.get("steps", [])
     n = len(messages)
-    shown = [messages[s["message_index"]] if s["message_index"] < n else None for s in steps]
-    if any(m is None or m["role"] != "assistant" for m in shown):
-        return "audit:history_rewritten"
-    ran = [(s["command"], m.get("tool_calls")) for s, m in zip(steps, shown, strict=True)
-           if s.get("command") is not None]
-    if any(not calls or not isinstance(args := calls[0]["function"]["arguments"], dict)
-           or args.get("command") != command for command, calls in ran):
-        return "audit:command_mismatch"
+    for step in steps:
+        i = step["message_index"]
+        if i >= n or messages[i]["role"] != "assistant":
+            return DropReason.STEP_NOT_ASSISTANT
+    for step in steps:
+        command = step.get("command")
+        if command is None:
+            continue
+        calls = messages[step["message_index"]].get("tool_calls")
+        if not calls or not isinstance(args := calls[0]["function"]["arguments"], dict) \
+                or args.get("command") != command:
+            return DropReason.COMMAND_MISMATCH
     if reviews and _accepted_differs(messages, steps, reviews):
-        return "audit:history_rewritten"
+        return DropReason.REVIEW_LOG_MISMATCH
     if traj.get("exit_status") != "submitted" or traj.get("final_answer") is None:
-        return "audit:no_final_answer"
+        return DropReason.NO_FINAL_ANSWER
     last = messages[-1]
     if last["role"] != "assistant" or last.get("tool_calls"):
-        return "audit:no_final_answer"
+        return DropReason.NO_FINAL_ANSWER
     return None
 
 
@@ -66,28 +69,35 @@ def _orphan(body: list[dict]) -> bool:
 
 
 def _accepted_differs(messages: list[dict], steps: list[dict], reviews: list[dict]) -> bool:
-    """Each visible assistant turn must be exactly what the review log says was accepted."""
+    """Each visible assistant turn must be exactly what the review log says was accepted (a hot path of
+    build-sft: no lists are built to compare calls)."""
     index_of = {s["turn"]: s["message_index"] for s in steps}
     for review in reviews:
         i = index_of.get(review.get("turn"))
         if i is None:
             continue
+        replaced = review.get("decision") == "REPLACE"
+        accepted = review.get("replacement" if replaced else "proposal")
+        if accepted is None:
+            continue
         shown = messages[i]
-        if review.get("decision") == "REPLACE":
-            accepted = review.get("replacement")
-            if accepted is None:
-                continue
-            call = accepted.get("tool_call")
-            calls = [(call["name"], call.get("arguments"))] if call else []
-        else:
-            accepted = review.get("proposal")
-            if accepted is None:
-                continue
-            calls = [(c["name"], c["arguments"] if c.get("arguments") is not None else c.get("raw_arguments"))
-                     for c in accepted.get("tool_calls") or ()]
         if ((shown.get("content") or "") != (accepted.get("content") or "")
-                or (shown.get("reasoning_content") or "") != (accepted.get("reasoning") or "")
-                or [(c["function"]["name"], c["function"]["arguments"]) for c in shown.get("tool_calls") or ()]
-                != calls):
+                or (shown.get("reasoning_content") or "") != (accepted.get("reasoning") or "")):
             return True
+        shown_calls = shown.get("tool_calls") or ()
+        if replaced:
+            call = accepted.get("tool_call")
+            if len(shown_calls) != (1 if call else 0):
+                return True
+            if call and (shown_calls[0]["function"]["name"] != call["name"]
+                         or shown_calls[0]["function"]["arguments"] != call.get("arguments")):
+                return True
+            continue
+        calls = accepted.get("tool_calls") or ()
+        if len(shown_calls) != len(calls):
+            return True
+        for made, proposed in zip(shown_calls, calls, strict=True):
+            args = proposed["arguments"] if proposed.get("arguments") is not None else proposed.get("raw_arguments")
+            if made["function"]["name"] != proposed["name"] or made["function"]["arguments"] != args:
+                return True
     return False

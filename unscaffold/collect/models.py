@@ -3,43 +3,91 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from unscaffold.benchmarks.base import Outcome
 from unscaffold.llm.types import Usage
-from unscaffold.minimal_harness.sandbox.base import SandboxKind
+from unscaffold.minimal_harness.agent import AgentConfig
+from unscaffold.minimal_harness.sandbox.base import SandboxSettings
+
+
+def _flag(name: str) -> dict[str, Any]:
+    return {"flag": name}
 
 
 class RunConfig(BaseModel):
-    suite: str
-    student: str
-    out: Path
-    data: Path | None = None
-    split: str | None = None
-    task_ids: list[str] | None = None
-    trials: int = Field(1, ge=1)
-    concurrency: int = Field(1, ge=1)
-    sandbox: SandboxKind = "local"
-    executor: str = Field("local", description="where trials run: local (threads), ray or ray:ADDRESS")
-    harness: str = Field("minimal", description="minimal, hstar (the suite's bank) or a bank folder")
-    reviewer: str | None = Field(None, description="reviewer spec; with one the run is a collection")
-    knowledge: Path | None = Field(None, description="K for the reviewer; default the suite's compiled K")
-    budget: int = Field(5, ge=0, description="REPLACE decisions allowed per trial")
-    reviewer_concurrency: int | None = Field(None, ge=1, description="reviewer calls in flight at once")
-    infra_retries: int = Field(2, ge=0, description="re-runs of a trial whose machinery failed")
-    max_turns: int = Field(40, ge=1)
-    command_timeout_s: float = Field(60.0, gt=0)
-    max_wall_s: float | None = Field(None, gt=0, description="per trial; a task's own limit wins when smaller")
-    max_cost_usd: float | None = Field(None, gt=0, description="per trial, student model cost")
-    price_in_per_mtok: float = Field(0.0, ge=0)
-    price_out_per_mtok: float = Field(0.0, ge=0)
+    """Everything `unscaffold run` is told: the one source of the run's settings. Each field is documented
+    once, here; the command's options (`flag`) and their help are built from these fields, and
+    `--config run.toml` accepts the same names (agent and sandbox settings in their own tables).
+    `config.json` of a run is this model."""
+
+    suite: str = Field(description="Suite name: harbor, spreadsheet, retrosynthesis, appworld_lite, appworld.")
+    student: str = Field(description="Model spec or `oracle`.", json_schema_extra=_flag("--student"))
+    out: Path = Field(description="Run folder (re-running resumes it).", json_schema_extra=_flag("--out"))
+    data: Path | None = Field(None, description="Real data for the suite.", json_schema_extra=_flag("--data"))
+    split: str | None = Field(None, description="train or test.", json_schema_extra=_flag("--split"))
+    task_ids: list[str] | None = Field(None, description="Comma-separated task ids.",
+                                       json_schema_extra=_flag("--tasks"))
+    trials: int = Field(1, ge=1, description="Trials per task.", json_schema_extra=_flag("--trials"))
+    concurrency: int = Field(1, ge=1, description="Trials at once.", json_schema_extra=_flag("--concurrency"))
+    harness: str = Field("minimal", description="minimal, hstar (the suite bank) or a bank folder.",
+                         json_schema_extra=_flag("--harness"))
+    reviewer: str | None = Field(None, description="Reviewer: a model spec, replay:FILE, rules, cascade:SPEC, "
+                                 "passthrough. With one, the run is a collection.",
+                                 json_schema_extra=_flag("--reviewer"))
+    knowledge: Path | None = Field(None, description="K for the reviewer (default: the suite's).",
+                                   json_schema_extra=_flag("--knowledge"))
+    budget: int = Field(5, ge=0, description="REPLACE decisions allowed per trial.",
+                        json_schema_extra=_flag("--budget"))
+    reviewer_concurrency: int | None = Field(None, ge=1, description="Reviewer calls in flight at once.",
+                                             json_schema_extra=_flag("--reviewer-concurrency"))
+    infra_retries: int = Field(2, ge=0, description="Re-runs of a trial whose machinery failed.",
+                               json_schema_extra=_flag("--infra-retries"))
+    executor: str = Field("local", description="Where trials run: local (threads), ray (a local Ray instance) or "
+                          "ray:ADDRESS (a cluster; `auto` or ray://host:10001), optionally ?cpus=N&memory=SIZE.",
+                          json_schema_extra=_flag("--executor"))
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+
+    @field_validator("task_ids", mode="before")
+    @classmethod
+    def _split_task_ids(cls, value: Any) -> Any:
+        return ([t for t in value.split(",") if t] or None) if isinstance(value, str) else value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nest_flat_settings(cls, data: Any) -> Any:
+        """config.json of earlier versions (and callers) name the agent and sandbox settings flat."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if isinstance(data.get("sandbox"), str):
+            data["sandbox"] = {"kind": data["sandbox"]}
+        for section, model in (("agent", AgentConfig), ("sandbox", SandboxSettings)):
+            flat = {k: data.pop(k) for k in list(data) if k in model.model_fields and k not in cls.model_fields}
+            if flat:
+                nested = data.get(section)
+                nested = nested.model_dump() if isinstance(nested, BaseModel) else dict(nested or {})
+                data[section] = {**flat, **nested}
+        return data
+
+    IDENTITY: ClassVar[tuple[str, ...]] = ("suite", "student", "data", "split", "task_ids", "trials", "harness",
+                                           "reviewer", "knowledge", "budget")
 
     def identity(self) -> dict[str, Any]:
-        """The fields that make two invocations the same run (resume only continues the same run)."""
-        return self.model_dump(mode="json", include={"suite", "student", "data", "split", "task_ids", "trials",
-                                                     "harness", "reviewer", "knowledge", "budget", "max_turns"})
+        """The fields that make two invocations the same run (resume only continues the same run); flat, as
+        config.json of every version can give them."""
+        return {**self.model_dump(mode="json", include=set(self.IDENTITY)), "max_turns": self.agent.max_turns}
+
+    @classmethod
+    def identity_of(cls, raw: dict[str, Any]) -> dict[str, Any]:
+        """The identity of a config.json as written (by this version or an earlier, flat one)."""
+        try:
+            return cls.model_validate(raw).identity()
+        except ValidationError:  # unreadable: compare what is there
+            return {k: raw.get(k) for k in (*cls.IDENTITY, "max_turns")}
 
 
 ERROR_OUTCOMES = ("environment_error", "environment_unsupported", "verifier_error", "infra_error")
@@ -104,4 +152,7 @@ class RunResults(BaseModel):
     isolation: str = Field("", description="the trials' isolation, or `mixed: see isolations`")
     isolations: dict[str, int] = Field(default_factory=dict, description="trials per isolation")
     outcomes: dict[str, int] = Field(default_factory=dict, description="trials per outcome")
+    infra_cause: str | None = Field(None, description="the first infrastructure failure's reason, if any")
+    skipped_tasks: dict[str, str] = Field(default_factory=dict, description="tasks of the data that could not "
+                                          "be read: id -> why")
     unscaffold_version: str

@@ -191,7 +191,7 @@ class RayExecutor:
             except (RayError, SandboxUnavailable) as e:
                 problems[node] = _cause(e)
         if problems and len(problems) == len(refs):
-            raise SandboxUnavailable(f"no node of the Ray cluster can start the {config.sandbox!r} sandbox: "
+            raise SandboxUnavailable(f"no node of the Ray cluster can start the {config.sandbox.kind!r} sandbox: "
                                      f"{next(iter(problems.values()))}")
         self.excluded = set(problems)
 

@@ -39,13 +39,17 @@ def trial_id_for(task_id: str, index: int, trials: int) -> str:
 
 
 def select_tasks(suite: Suite, config: RunConfig) -> list[Task]:
-    tasks = suite.tasks(config.split)
     if config.task_ids:
+        tasks = suite.named_tasks(config.task_ids, config.split)
         known = {t.id for t in tasks}
         missing = [t for t in config.task_ids if t not in known]
+        skipped = suite.skipped_tasks()
         if missing:
-            raise InputError("--tasks", None, f"unknown task id(s) {', '.join(missing)} in suite {suite.name!r}")
-        tasks = [t for t in tasks if t.id in set(config.task_ids)]
+            why = "; ".join(f"{t} was skipped: {skipped[t]}" for t in missing if t in skipped)
+            raise InputError("--tasks", None, f"unknown task id(s) {', '.join(missing)} in suite {suite.name!r}"
+                             + (f" ({why})" if why else ""))
+    else:
+        tasks = suite.tasks(config.split)
     if not tasks:
         raise InputError("--split" if config.split else "--tasks", None, "no tasks selected")
     return tasks
@@ -62,9 +66,7 @@ def check_run_dir(config: RunConfig) -> None:
     """A run folder holds one run: resuming with different settings would mix results."""
     path = config.out / "config.json"
     if path.exists():
-        previous = read_json(path)
-        mine = config.identity()
-        theirs = {k: previous.get(k) for k in mine}
+        mine, theirs = config.identity(), RunConfig.identity_of(read_json(path))
         if theirs != mine:
             diff = sorted(k for k in mine if mine[k] != theirs[k])
             raise InputError(str(path), diff[0], f"the run in {config.out} was started with other settings "
@@ -97,8 +99,8 @@ def trial_context(suite: Suite, config: RunConfig) -> TrialContext:
 
 def probe_sandbox(config: RunConfig) -> str:
     """Fail the whole run early (one line) when the sandbox cannot start, instead of every trial."""
-    if config.sandbox != "local":
-        return config.sandbox
+    if config.sandbox.kind != "local":
+        return config.sandbox.kind
     probe = config.out / ".probe"
     sandbox = open_sandbox(SandboxConfig(kind="local", workspace=probe))
     try:

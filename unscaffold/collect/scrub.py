@@ -10,6 +10,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from unscaffold.collect.drop_reasons import DropReason
 from unscaffold.knowledge.kfolder import K
 
 REVIEWER_TOOL_NAMES = ("submit_review",)
@@ -58,7 +59,7 @@ def k_markers(k: K) -> dict[str, list[str]]:
     names = [i.split(":", 1)[1] for i in ids if i.startswith(("tool:", "check:"))]
     paths = [str(k.root)] + sorted({c.path for c in k.index.components if "/" in c.path}
                                    | {c.data for c in k.index.components if c.data})
-    return {"leak:k_path": paths, "leak:component_id": ids, "leak:component_name": names}
+    return {DropReason.LEAK_K_PATH: paths, DropReason.LEAK_COMPONENT_ID: ids, DropReason.LEAK_COMPONENT_NAME: names}
 
 
 def build_markers(ks: list[K], canaries: list[str]) -> Markers:
@@ -66,6 +67,6 @@ def build_markers(ks: list[K], canaries: list[str]) -> Markers:
     for k in ks:
         for reason, values in k_markers(k).items():
             markers.add(reason, values)
-    markers.add("leak:reviewer_tool", list(REVIEWER_TOOL_NAMES))
-    markers.add("leak:canary", canaries)
+    markers.add(DropReason.LEAK_REVIEWER_TOOL, list(REVIEWER_TOOL_NAMES))
+    markers.add(DropReason.LEAK_CANARY, canaries)
     return markers

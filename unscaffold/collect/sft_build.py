@@ -6,17 +6,21 @@ trial is counted by reason; nothing is ever kept "cleaned"."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, NamedTuple
 
 import orjson
 from pydantic import BaseModel, Field
 
 from unscaffold.collect.audit import audit
+from unscaffold.collect.drop_reasons import DropReason
 from unscaffold.collect.models import ERROR_OUTCOMES
-from unscaffold.collect.scrub import REVIEWER_WORDING, build_markers
+from unscaffold.collect.scrub import REVIEWER_WORDING, Markers, build_markers
 from unscaffold.errors import InputError
 from unscaffold.iojson import read_json, write_json_atomic
 from unscaffold.knowledge.kfolder import K, load_k
@@ -35,7 +39,7 @@ class BuildReport(BaseModel):
     keep_all: bool
     trials: int = 0
     kept: int = 0
-    dropped: dict[str, int] = Field(default_factory=dict)
+    dropped: dict[str, int] = Field(default_factory=dict, description="trials per DropReason value")
     masked_reasoning_turns: int = 0
     replacements_kept: int = 0
     markers: dict[str, int] = Field(default_factory=dict, description="how many strings were scanned for, by reason")
@@ -59,22 +63,22 @@ def chat_row(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def build_row(traj: dict[str, Any], reviews: list[dict[str, Any]], prompt: str, raw: bytes | None = None
-              ) -> tuple[dict[str, Any] | None, str]:
-    """A row, or None with the drop reason."""
+              ) -> tuple[dict[str, Any] | None, DropReason | None]:
+    """A row and None, or None and the drop reason."""
     if traj.get("harness", "minimal") != "minimal":
-        return None, "not_deployment_harness"
+        return None, DropReason.NOT_DEPLOYMENT_HARNESS
     problem = audit(traj, reviews, prompt, raw)
     if problem:
         return None, problem
     if any(s.get("format_error") for s in traj.get("steps", ())):
-        return None, "format_error"  # a malformed call would be trained as a target
+        return None, DropReason.FORMAT_ERROR  # a malformed call would be trained as a target
     messages = chat_row(traj["messages"])
     masked = []
     replaced = [s for s in traj.get("steps", []) if s.get("replaced")]
     for step in replaced:
         m = messages[step["message_index"]]
         if m.get("content") and REVIEWER_WORDING.search(m["content"]):
-            return None, "reviewer_wording_in_content"
+            return None, DropReason.REVIEWER_WORDING_IN_CONTENT
         if m.get("reasoning_content") and REVIEWER_WORDING.search(m["reasoning_content"]):
             masked.append(step["message_index"])
     row = {
@@ -85,7 +89,7 @@ def build_row(traj: dict[str, Any], reviews: list[dict[str, Any]], prompt: str, 
         "replacements": len(replaced),
         "masked_reasoning_turns": masked,
     }
-    return row, "kept"
+    return row, None
 
 
 def read_reviews(path: Path) -> list[dict[str, Any]]:
@@ -127,6 +131,126 @@ def read_fast(path: Path) -> Any:
     return parse_fast(read_bytes(path), path)
 
 
+PARALLEL_FROM = 400  # trials of one run from which the work is spread over processes (their start costs)
+CHUNK = 64  # trials a worker takes at a time, written to a part file of its own
+
+
+class Judged(NamedTuple):
+    """One trial's fate: a drop reason, or the row's JSON line and its counts."""
+
+    reason: DropReason | None
+    line: bytes = b""
+    masked: int = 0
+    replacements: int = 0
+
+
+@dataclass
+class Tally:
+    """What the report counts, for some trials."""
+
+    trials: int = 0
+    kept: int = 0
+    masked: int = 0
+    replacements: int = 0
+    dropped: Counter[str] = field(default_factory=Counter)
+
+    def add(self, other: Tally) -> None:
+        self.trials, self.kept = self.trials + other.trials, self.kept + other.kept
+        self.masked, self.replacements = self.masked + other.masked, self.replacements + other.replacements
+        self.dropped.update(other.dropped)
+
+
+class Judge:
+    """Judges trials of one run; a plain picklable object, so worker processes can run it."""
+
+    def __init__(self, markers: Markers, prompt: str, min_reward: float, keep_all: bool) -> None:
+        self.markers, self.prompt, self.min_reward, self.keep_all = markers, prompt, min_reward, keep_all
+
+    def __call__(self, trial: str) -> Judged:
+        result_path = os.path.join(trial, "result.json")
+        if not os.path.exists(result_path):
+            return Judged(DropReason.UNFINISHED)
+        result = read_fast(Path(result_path))
+        # Never training data, whatever the reward and even with --keep-all: a trial the verifier, the
+        # environment or the machinery failed, or one whose artifact was refused (a link, a special file).
+        if result.get("outcome") in ERROR_OUTCOMES:
+            return Judged(DropReason(result["outcome"]))
+        if isinstance(result.get("details"), dict) and result["details"].get(REFUSED):
+            return Judged(DropReason.REFUSED_ARTIFACT)
+        if not self.keep_all:
+            if result.get("exception"):
+                return Judged(DropReason.EXCEPTION)
+            if result.get("reward", 0.0) < self.min_reward:
+                return Judged(DropReason.LOW_REWARD)
+        path = Path(trial, "trajectory.json")
+        raw = read_bytes(path)
+        row, reason = build_row(parse_fast(raw, path), read_reviews(Path(trial, "reviews.jsonl")), self.prompt, raw)
+        if row is None:
+            return Judged(reason)
+        line = orjson.dumps(row)
+        hit = self.markers.find(line)
+        if hit:
+            return Judged(DropReason(hit[0]))
+        return Judged(None, line, len(row["masked_reasoning_turns"]), row["replacements"])
+
+
+def judge_into(judge: Judge, trials: list[str], sink: BinaryIO) -> Tally:
+    """Judge trials in order, writing the kept rows to `sink`."""
+    tally = Tally()
+    for trial in trials:
+        fate = judge(trial)
+        tally.trials += 1
+        if fate.reason is not None:
+            tally.dropped[fate.reason.value] += 1
+            continue
+        sink.write(fate.line + b"\n")
+        tally.kept += 1
+        tally.masked += fate.masked
+        tally.replacements += fate.replacements
+    return tally
+
+
+def judge_part(judge: Judge, trials: list[str], part: str) -> Tally:
+    """A worker's share: its rows go to a part file (rows never travel through a pipe)."""
+    with open(part, "wb") as sink:
+        return judge_into(judge, trials, sink)
+
+
+def append_file(sink: BinaryIO, part: str) -> None:
+    """Append a part file to the output inside the kernel, then remove it."""
+    sink.flush()
+    with open(part, "rb") as source:
+        size, offset = os.fstat(source.fileno()).st_size, 0
+        while offset < size:
+            sent = os.sendfile(sink.fileno(), source.fileno(), offset, size - offset)
+            if sent == 0:
+                break
+            offset += sent
+    os.unlink(part)
+
+
+def judge_run(judge: Judge, trials: list[str], sink: BinaryIO, pool: ProcessPoolExecutor | None, parts: str
+              ) -> Tally:
+    """Every trial of a run, rows in order; spread over the pool when there is one and enough trials."""
+    if pool is None or len(trials) < PARALLEL_FROM:
+        return judge_into(judge, trials, sink)
+    chunks = [trials[i:i + CHUNK] for i in range(0, len(trials), CHUNK)]
+    futures = [pool.submit(judge_part, judge, chunk, f"{parts}.{n}") for n, chunk in enumerate(chunks)]
+    tally = Tally()
+    try:
+        for n, future in enumerate(futures):
+            tally.add(future.result())
+            append_file(sink, f"{parts}.{n}")
+    finally:
+        for future in futures:
+            future.cancel()
+        for n, future in enumerate(futures):
+            if not future.cancelled():
+                future.exception()  # wait: a running worker may still be writing its part
+            Path(f"{parts}.{n}").unlink(missing_ok=True)
+    return tally
+
+
 def build_sft(
     run_dirs: list[Path],
     out: Path,
@@ -134,69 +258,45 @@ def build_sft(
     min_reward: float = 1.0,
     keep_all: bool = False,
     canaries: list[str] | None = None,
+    workers: int | None = None,
 ) -> BuildReport:
+    """`workers`: processes for large runs (default: the machine's cores; 1 keeps everything in this one)."""
     out = Path(out)
     report = BuildReport(runs=[str(r) for r in run_dirs], out=str(out), min_reward=None if keep_all else min_reward,
                          keep_all=keep_all)
-    dropped: Counter[str] = Counter()
+    tally = Tally()
     prompt = system_prompt()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    workers = workers or len(os.sched_getaffinity(0))
+    pool = None
     try:
         with open(tmp, "wb") as sink:
-            for run_dir in map(Path, run_dirs):
-                trials = run_dir / "trials"
-                if not trials.is_dir():
+            for index, run_dir in enumerate(map(Path, run_dirs)):
+                trials_dir = run_dir / "trials"
+                if not trials_dir.is_dir():
                     raise InputError(str(run_dir), None, "not a run folder (no trials/)")
                 k = run_knowledge(run_dir)
                 markers = build_markers([k] if k else [], list(canaries or []))
                 for reason, values in markers.by_reason.items():
                     report.markers[reason] = max(report.markers.get(reason, 0), len(values))
-                for trial in sorted(p for p in trials.iterdir() if p.is_dir()):
-                    report.trials += 1
-                    reason = _one(trial, sink, markers, prompt, min_reward, keep_all, report)
-                    if reason != "kept":
-                        dropped[reason] += 1
+                trials = sorted(e.path for e in os.scandir(trials_dir) if e.is_dir())
+                if pool is None and workers > 1 and len(trials) >= PARALLEL_FROM:
+                    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"))
+                tally.add(judge_run(Judge(markers, prompt, min_reward, keep_all), trials, sink, pool,
+                                    f"{tmp}.run{index}.part"))
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    report.dropped = dict(sorted(dropped.items()))
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    report.trials, report.kept = tally.trials, tally.kept
+    report.masked_reasoning_turns, report.replacements_kept = tally.masked, tally.replacements
+    report.dropped = dict(sorted(tally.dropped.items()))
     write_json_atomic(report_path(out), report.model_dump())
     return report
-
-
-def _one(trial: Path, sink: Any, markers: Any, prompt: str, min_reward: float, keep_all: bool,
-         report: BuildReport) -> str:
-    result_path = trial / "result.json"
-    if not result_path.exists():
-        return "unfinished"
-    result = read_fast(result_path)
-    # Never training data, whatever the reward and even with --keep-all: a trial the verifier, the
-    # environment or the machinery failed, or one whose artifact was refused (a link, a special file).
-    if result.get("outcome") in ERROR_OUTCOMES:
-        return str(result["outcome"])
-    if isinstance(result.get("details"), dict) and result["details"].get(REFUSED):
-        return REFUSED
-    if not keep_all:
-        if result.get("exception"):
-            return "exception"
-        if result.get("reward", 0.0) < min_reward:
-            return "low_reward"
-    raw = read_bytes(trial / "trajectory.json")
-    traj = parse_fast(raw, trial / "trajectory.json")
-    row, reason = build_row(traj, read_reviews(trial / "reviews.jsonl"), prompt, raw)
-    if row is None:
-        return reason
-    line = orjson.dumps(row)
-    hit = markers.find(line)
-    if hit:
-        return hit[0]
-    sink.write(line + b"\n")
-    report.kept += 1
-    report.masked_reasoning_turns += len(row["masked_reasoning_turns"])
-    report.replacements_kept += row["replacements"]
-    return "kept"
 
 
 def report_path(out: Path) -> Path:

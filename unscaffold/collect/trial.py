@@ -10,15 +10,16 @@ from pathlib import Path
 
 from unscaffold.benchmarks.base import Score, Suite, Task
 from unscaffold.collect.models import RunConfig, TrialResult
-from unscaffold.errors import SandboxUnavailable
+from unscaffold.errors import EnvironmentBroken, SandboxUnavailable
 from unscaffold.iojson import write_json_atomic
 from unscaffold.knowledge.hstar import HStarHarness
 from unscaffold.knowledge.kfolder import K
 from unscaffold.llm.base import ModelProvider
 from unscaffold.llm.types import Usage
-from unscaffold.minimal_harness.agent import Agent, AgentConfig, pass_through
+from unscaffold.minimal_harness.agent import Agent, pass_through
 from unscaffold.minimal_harness.harness import Harness
 from unscaffold.minimal_harness.sandbox import open_sandbox
+from unscaffold.minimal_harness.sandbox.base import DOCKER_ADVICE
 from unscaffold.minimal_harness.trajectory import Trajectory, now_iso
 from unscaffold.reviewer.base import ReviewerFactory
 from unscaffold.reviewer.hook import ReviewHook
@@ -29,21 +30,47 @@ MAX_DETAILS_CHARS = 20_000  # a scorer's details beyond this are cut to a note (
 TRAJECTORY = "trajectory.json"
 REVIEWS = "reviews.jsonl"
 INFRA_MODEL_ERRORS = ("RetryableModelError",)  # model errors that mean the service, not the trial, failed
+ORACLE_TAIL = 400  # characters of a failed reference command's output quoted in the reason
+MAX_GAPS_LISTED = 4  # environment lines the sandbox skipped, quoted in the reason (all are in details)
 
 
-def decide_outcome(score: Score, traj: Trajectory, infra: bool) -> tuple[str, str]:
+def decide_outcome(score: Score, traj: Trajectory, infra: bool, gaps: list[str] | None = None,
+                   oracle_error: str | None = None) -> tuple[str, str]:
     """The trial's outcome and a sentence a person can act on (empty only when it passed). A reward that
-    is not a finite number in [0, 1] is the scorer's error, never a score."""
+    is not a finite number in [0, 1] is the scorer's error, never a score. A trial that did not pass is
+    the environment's when the sandbox could not set it up (`gaps`) or the reference solution failed."""
     if infra or (traj.exception and traj.exit_status == "error" and score.outcome is None):
         return "infra_error", (traj.exception or "the model service failed")[:MAX_REASON]
     if score.outcome is not None:
-        return score.outcome, (score.reason or score.outcome)[:MAX_REASON]
-    if not math.isfinite(score.reward) or not 0.0 <= score.reward <= 1.0:
-        return "verifier_error", f"the scorer returned the reward {score.reward!r}, outside [0, 1]"
-    if score.reward >= 1.0:
+        outcome, reason = score.outcome, score.reason or score.outcome
+    elif not math.isfinite(score.reward) or not 0.0 <= score.reward <= 1.0:
+        outcome, reason = "verifier_error", f"the scorer returned the reward {score.reward!r}, outside [0, 1]"
+    elif score.reward >= 1.0:
         return "passed", ""
-    reasons = [r for r in (score.reason, traj.exit_message if traj.exit_status != "submitted" else None) if r]
-    return "failed", ("; ".join(reasons) or f"reward {score.reward:g}")[:MAX_REASON]
+    else:
+        reasons = [r for r in (score.reason, traj.exit_message if traj.exit_status != "submitted" else None) if r]
+        outcome, reason = "failed", "; ".join(reasons) or f"reward {score.reward:g}"
+    if oracle_error and outcome != "environment_error":
+        outcome, reason = "environment_error", f"{oracle_error}; then: {reason}"
+    if gaps:
+        listed = "; ".join(gaps[:MAX_GAPS_LISTED]) + (f"; and {len(gaps) - MAX_GAPS_LISTED} more (see details)"
+                                                      if len(gaps) > MAX_GAPS_LISTED else "")
+        outcome, reason = "environment_unsupported", (
+            f"the sandbox could not set up the task's environment ({listed}): {DOCKER_ADVICE}; then: {reason}")
+    return outcome, reason[:MAX_REASON]
+
+
+def oracle_failure(traj: Trajectory) -> str | None:
+    """The reference solution's first command that failed: its exit code and the tail of its output."""
+    for step in traj.steps:
+        if step.exit_code in (None, 0):
+            continue
+        observation = traj.messages[step.message_index + 1].content if step.message_index + 1 < len(
+            traj.messages) else ""
+        tail = " ".join((observation or "").split())[-ORACLE_TAIL:]
+        ran = "timed out" if step.timed_out else f"exited {step.exit_code}"
+        return f"the reference solution {ran} (`{(step.command or '')[:80]}`)" + (f", ending: {tail}" if tail else "")
+    return None
 
 
 def bounded_details(details: dict) -> dict:
@@ -87,8 +114,8 @@ def run_trial(
     (trial_dir / REVIEWS).touch()
     in_setup, scoring = True, False
     try:
-        sandbox_config = suite.prepare(task, trial_dir, config.sandbox, oracle=provider.spec == "oracle")
-        sandbox_config.timeout_s = config.command_timeout_s
+        sandbox_config = suite.prepare(task, trial_dir, config.sandbox.kind, oracle=provider.spec == "oracle")
+        sandbox_config.timeout_s = config.sandbox.command_timeout_s
         if isinstance(context.harness, HStarHarness):
             sandbox_config.mounts.append(context.harness.mount())
         with suite.services(task, trial_dir):  # e.g. a server holding the task's world, on the host
@@ -96,15 +123,8 @@ def run_trial(
             isolation = sandbox.isolation
             in_setup = False
             try:
-                walls = [w for w in (task.agent_timeout_s, config.max_wall_s) if w]
-                agent_config = AgentConfig(
-                    max_turns=config.max_turns,
-                    command_timeout_s=config.command_timeout_s,
-                    max_wall_s=min(walls) if walls else None,
-                    max_cost_usd=config.max_cost_usd,
-                    price_in_per_mtok=config.price_in_per_mtok,
-                    price_out_per_mtok=config.price_out_per_mtok,
-                )
+                walls = [w for w in (task.agent_timeout_s, config.agent.max_wall_s) if w]
+                agent_config = config.agent.model_copy(update={"max_wall_s": min(walls) if walls else None})
                 if context.reviewers is not None:
                     hook = ReviewHook(context.reviewers.for_trial(task.id), context.k, config.budget,
                                       trial_dir / REVIEWS, trial_id, task.id)
@@ -122,12 +142,17 @@ def run_trial(
         traj.exception = f"{type(e).__name__}: {e}"
         traj.save(trial_dir / TRAJECTORY)
         where = "the verifier" if scoring else ("setting up the trial" if in_setup else "the trial")
-        score = Score(reward=0.0, reason=f"{where} crashed: {traj.exception}"[:MAX_REASON],
+        broken = isinstance(e, EnvironmentBroken)
+        score = Score(reward=0.0, reason=str(e) if broken else f"{where} crashed: {traj.exception}"[:MAX_REASON],
                       details={"traceback": traceback.format_exc(limit=8)[-4000:]},
-                      outcome="verifier_error" if scoring else "infra_error")
+                      outcome="environment_error" if broken else "verifier_error" if scoring else "infra_error")
     else:
         infra = (traj.exception or "").startswith(INFRA_MODEL_ERRORS)
-    outcome, reason = decide_outcome(score, traj, infra)
+    oracle = oracle_failure(traj) if provider.spec == "oracle" else None
+    gaps = suite.environment_gaps(task, config.sandbox.kind)
+    outcome, reason = decide_outcome(score, traj, infra, gaps, oracle)
+    if gaps and outcome != "passed":
+        score.details["environment_gaps"] = gaps
     result = TrialResult(
         trial_id=trial_id,
         task_id=task.id,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -237,6 +236,3 @@ def lint_k(k: K, markers: list[str]) -> list[str]:
     texts = {str(p.relative_to(k.root)): p.read_text(encoding="utf-8", errors="replace") for p in k.files()}
     return sorted(f"{name} contains {marker!r}" for name, marker in find_leaks(texts, markers))
 
-
-def dump_report(report: CompileReport) -> str:
-    return json.dumps(report.model_dump(), indent=2)

@@ -1,6 +1,6 @@
 """A tiny random Qwen3 model with a real Qwen chat template, built offline in about a second.
 
-Tests and `--model tiny` smoke runs need a checkpoint that loads through the same
+Tests (and training commands given the model `tiny`) need a checkpoint that loads through the same
 AutoTokenizer / AutoModelForCausalLM / chat-template path as a real Qwen model, but no weights
 can be downloaded. The tokenizer is a byte-level BPE trained on a small built-in corpus (so any
 text round-trips), its chat template is TRL's verbatim copy of the real one (so TRL recognises it

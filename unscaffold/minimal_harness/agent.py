@@ -26,14 +26,19 @@ def pass_through(transcript: list[Message], proposal: AssistantResponse) -> Assi
 
 
 class AgentConfig(BaseModel):
-    max_turns: int = 40
-    max_wall_s: float | None = None
-    max_cost_usd: float | None = None
-    max_format_errors: int = 3
-    command_timeout_s: float = 60.0
-    price_in_per_mtok: float = Field(0.0, ge=0, description="USD per million input tokens, when the backend "
-                                     "reports no cost")
-    price_out_per_mtok: float = Field(0.0, ge=0, description="USD per million output tokens")
+    """The limits and prices of one trial's agent loop. Each field is documented here once: `unscaffold run`
+    builds its options (`flag`) and their help from these fields. The command timeout belongs to the sandbox."""
+
+    max_turns: int = Field(40, ge=1, description="Student turns per trial.", json_schema_extra={"flag": "--max-turns"})
+    max_wall_s: float | None = Field(None, gt=0, description="Seconds per trial (a task's own limit wins when "
+                                     "smaller).", json_schema_extra={"flag": "--max-wall"})
+    max_cost_usd: float | None = Field(None, gt=0, description="USD of student tokens per trial.",
+                                       json_schema_extra={"flag": "--max-cost"})
+    max_format_errors: int = Field(3, ge=1, description="Malformed replies in a row that end the trial.")
+    price_in_per_mtok: float = Field(0.0, ge=0, description="USD per million input tokens (for cost, when the "
+                                     "backend reports none).", json_schema_extra={"flag": "--price-in"})
+    price_out_per_mtok: float = Field(0.0, ge=0, description="USD per million output tokens (for cost).",
+                                      json_schema_extra={"flag": "--price-out"})
 
 
 class AgentExit(Exception):
@@ -136,7 +141,7 @@ class Agent:
         call = response.tool_calls[0]
         t = time.monotonic()
         record.command = call.arguments.get("command") if call.name == "execute" else None
-        result = self.harness.run_call(call, self.sandbox, self.config.command_timeout_s, self.traj.messages)
+        result = self.harness.run_call(call, self.sandbox, self.sandbox.config.timeout_s, self.traj.messages)
         record.exec_s, record.exit_code, record.timed_out = time.monotonic() - t, result.exit_code, result.timed_out
         observation = Message(role="tool", tool_call_id=call.id, name=call.name, content=result.observation())
         self.traj.messages.append(observation)

@@ -181,7 +181,7 @@ def trajectory_to_atif(traj: Trajectory) -> dict[str, Any]:
                 reasoning_content=message.reasoning_content or None,
                 tool_calls=calls or None,
                 metrics=_metrics(record.usage) if record else None,
-                llm_call_count=1,
+                llm_call_count=0 if traj.student == "oracle" else 1,  # the oracle calls no model
                 extra=_agent_extra(record),
             )
             if record:

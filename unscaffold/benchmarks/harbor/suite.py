@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from unscaffold.benchmarks.base import Score, Suite, Task
+from unscaffold.benchmarks.harbor.dockerfile import LocalPlan, apply_copies, host_like, local_plan
 from unscaffold.benchmarks.harbor.reward import read_reward
 from unscaffold.benchmarks.harbor.task_folder import HarborTask, find_tasks
 from unscaffold.errors import InputError
@@ -27,7 +28,23 @@ class HarborSuite(Suite):
         super().__init__(data)
         if self.data is None:
             raise InputError("--data", None, "the harbor suite needs --data DIR (a task folder or a folder of them)")
-        self._tasks = {t.id: t for t in find_tasks(self.data)}
+        tasks, self._skipped = find_tasks(self.data)
+        self._tasks = {t.id: t for t in tasks}
+
+    def skipped_tasks(self) -> dict[str, str]:
+        return dict(self._skipped)
+
+    def local_plan(self, task: Task) -> LocalPlan:
+        """How the local sandbox applies the task's Dockerfile (and task.toml's image) and what it cannot."""
+        ht = self.harbor_task(task)
+        plan = local_plan(ht.dockerfile, ht.workdir) if ht.dockerfile else LocalPlan(workdir=ht.workdir)
+        image = ht.config.environment.docker_image
+        if image and not host_like(image):
+            plan.skipped.insert(0, f"task.toml: docker_image = {image!r} (the local sandbox has no such image)")
+        return plan
+
+    def environment_gaps(self, task: Task, kind: SandboxKind) -> list[str]:
+        return self.local_plan(task).skipped if kind == "local" else []
 
     def harbor_task(self, task: Task) -> HarborTask:
         return self._tasks[task.id]
@@ -55,9 +72,12 @@ class HarborSuite(Suite):
                              "only exist inside a sandbox")
         ht = self.harbor_task(task)
         workspace = trial_dir / "workspace"
+        workspace.mkdir(parents=True, exist_ok=True)
+        plan = self.local_plan(task)
+        if kind == "local":
+            apply_copies(plan, workspace)
         if ht.seed_dir:
             shutil.copytree(ht.seed_dir, workspace, dirs_exist_ok=True)
-        workspace.mkdir(parents=True, exist_ok=True)
         (trial_dir / "logs" / "verifier").mkdir(parents=True, exist_ok=True)
         (trial_dir / "logs" / "agent").mkdir(parents=True, exist_ok=True)
         (trial_dir / TESTS).mkdir(exist_ok=True)
@@ -68,9 +88,12 @@ class HarborSuite(Suite):
         ]
         if oracle and ht.solution:
             mounts.append(Mount(source=ht.solution.parent, target="/solution"))
-        config = SandboxConfig(kind=kind, workspace=workspace, workdir=ht.workdir, mounts=mounts, network=task.network)
-        if ht.config.environment.docker_image:
+        config = SandboxConfig(kind=kind, workspace=workspace, workdir=ht.workdir, mounts=mounts, network=task.network,
+                               env=plan.env if kind == "local" else {})
+        if kind == "docker":  # the task's own image, as Harbor runs it, its workdir shown in the workspace
             config.image = ht.config.environment.docker_image
+            config.build = None if config.image or not ht.dockerfile else ht.dockerfile.parent
+            config.seed_from_image = bool(config.image or config.build)
         return config
 
     def leak_markers(self) -> list[str]:

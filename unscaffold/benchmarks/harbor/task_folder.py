@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from unscaffold.benchmarks.harbor.dockerfile import final_workdir, instructions
 from unscaffold.errors import InputError
 from unscaffold.iojson import validation_error
 
@@ -40,6 +40,7 @@ class TaskToml(BaseModel):
     verifier: VerifierSection = Field(default_factory=VerifierSection)
     agent: AgentSection = Field(default_factory=AgentSection)
     environment: EnvironmentSection = Field(default_factory=EnvironmentSection)
+    steps: list[dict[str, Any]] | None = Field(None, description="`[[steps]]`: a multi-step task")
 
 
 class HarborTask(BaseModel):
@@ -59,6 +60,11 @@ class HarborTask(BaseModel):
         return path if path.is_file() else None
 
     @property
+    def dockerfile(self) -> Path | None:
+        path = self.root / "environment" / "Dockerfile"
+        return path if path.is_file() else None
+
+    @property
     def seed_dir(self) -> Path | None:
         """Files the local sandbox copies into the workspace (a Dockerfile cannot be built there)."""
         path = self.root / "environment" / "workspace"
@@ -68,12 +74,7 @@ class HarborTask(BaseModel):
 def dockerfile_workdir(dockerfile: Path) -> str | None:
     if not dockerfile.is_file():
         return None
-    found = None
-    for line in dockerfile.read_text(encoding="utf-8", errors="replace").splitlines():
-        m = re.match(r"\s*WORKDIR\s+(\S+)", line, re.IGNORECASE)
-        if m:
-            found = m.group(1)
-    return found if found and found.startswith("/") else None
+    return final_workdir(instructions(dockerfile.read_text(encoding="utf-8", errors="replace")))
 
 
 def read_task(root: Path) -> HarborTask:
@@ -89,6 +90,9 @@ def read_task(root: Path) -> HarborTask:
         config = TaskToml.model_validate(raw)
     except ValidationError as e:
         raise validation_error(str(toml_path), e) from None
+    if config.steps:
+        raise InputError(str(toml_path), "steps", f"a multi-step task ({len(config.steps)} [[steps]]) is not "
+                         "supported: unscaffold runs one instruction per trial")
     instruction_path = root / "instruction.md"
     if not instruction_path.is_file():
         raise InputError(str(instruction_path), None, "file not found")
@@ -103,14 +107,23 @@ def read_task(root: Path) -> HarborTask:
     return HarborTask(id=root.name, root=root, instruction=instruction, config=config, workdir=workdir)
 
 
-def find_tasks(data: Path) -> list[HarborTask]:
-    """A task folder itself, or a folder whose sub-folders are tasks."""
+def find_tasks(data: Path) -> tuple[list[HarborTask], dict[str, str]]:
+    """A task folder itself, or a folder whose sub-folders are tasks. A broken sub-folder does not stop
+    the others: it comes back in the second value, folder name -> why it is skipped."""
     data = Path(data)
     if not data.is_dir():
         raise InputError(str(data), None, "not a folder of Harbor tasks")
     if (data / "task.toml").is_file():
-        return [read_task(data)]
-    tasks = [read_task(p) for p in sorted(data.iterdir()) if p.is_dir() and (p / "task.toml").is_file()]
+        return [read_task(data)], {}
+    tasks, skipped = [], {}
+    for path in sorted(data.iterdir()):
+        if not (path.is_dir() and (path / "task.toml").is_file()):
+            continue
+        try:
+            tasks.append(read_task(path))
+        except InputError as e:
+            skipped[path.name] = str(e)
     if not tasks:
-        raise InputError(str(data), None, "no Harbor task folders (with task.toml) found")
-    return tasks
+        why = f": {'; '.join(f'{k}: {v}' for k, v in skipped.items())}" if skipped else ""
+        raise InputError(str(data), None, f"no usable Harbor task folders (with task.toml) found{why}")
+    return tasks, skipped

@@ -2,9 +2,10 @@
 
 Layouts: `id,class,reactants>reagents>production` (the raw_{train,val,test}.csv files) and
 `class,id,rxn_smiles`; columns are found by their header, so a leading index column does no harm. The
-split comes from the file name (train, val/valid/dev, test). Rows whose SMILES do not parse are skipped
-with one warning per file. Loading only parses; canonicalisation is lazy (per reaction, cached), so a run
-pays for it only on the split it uses.
+split comes from the file name (train, val/valid/dev, test). Rows that are not `reactants>reagents>product`
+are skipped with one warning per file naming their lines and ids. Loading reads text only; RDKit parses
+and canonicalises a reaction when its task is made (cached), so a run pays only for the tasks it uses, and
+a reaction RDKit cannot parse is named by file, line and id then.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ import warnings
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-
-from rdkit import Chem
 
 from unscaffold.benchmarks.retrosynthesis.chem import CLASS_NAMES, Gold
 from unscaffold.errors import InputError
@@ -45,6 +44,14 @@ class Reaction:
     def gold(self) -> Gold:
         """The canonical reference, computed on first use (raises ValueError when it does not parse)."""
         return Gold.of(self.reactants, self.product)
+
+    def checked_gold(self) -> Gold:
+        """`gold`, or an InputError naming the file, line and id of a reaction RDKit cannot parse."""
+        try:
+            return self.gold
+        except ValueError:
+            raise InputError(self.path or "reactions", f"line {self.line}", f"reaction {self.source_id!r}: "
+                             "SMILES that RDKit cannot parse") from None
 
     @property
     def class_name(self) -> str | None:
@@ -108,17 +115,16 @@ def read_csv(path: Path) -> list[Reaction]:
             continue
         rxn = _cell(row, rxn_col).split()[0] if _cell(row, rxn_col) else ""
         parts = rxn.split(">")
-        if len(parts) != 3 or not parts[0] or not parts[2]:
-            skipped.append(f"line {number}: not `reactants>reagents>product`")
-            continue
-        if Chem.MolFromSmiles(parts[0]) is None or Chem.MolFromSmiles(parts[2]) is None:
-            skipped.append(f"line {number}: SMILES that RDKit cannot parse")
-            continue
         source = _cell(row, id_col) or f"{path.stem}-{number}"
+        if len(parts) != 3 or not parts[0] or not parts[2]:
+            skipped.append(f"line {number} (id {source})")
+            continue
         out.append(Reaction(id=source, source_id=source, rclass=parse_class(_cell(row, class_col)), reactants=parts[0],
                             product=parts[2], split=split, path=str(path), line=number))
     if skipped:
-        warnings.warn(f"{path}: skipped {len(skipped)} row(s) ({skipped[0]})", stacklevel=2)
+        more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        warnings.warn(f"{path}: skipped {len(skipped)} row(s) that are not `reactants>reagents>product`: "
+                      f"{', '.join(skipped[:3])}{more}", stacklevel=2)
     return out
 
 
@@ -141,12 +147,3 @@ def load_reactions(data: Path) -> list[Reaction]:
         for r in reactions:
             r.id = f"{r.split or Path(r.path).stem}-{r.line}"
     return reactions
-
-
-def write_csv(path: Path, reactions: list[tuple[str, int, str, str]]) -> None:
-    """Write (id, class, reactants, product) rows in the `id,class,reactants>reagents>production` layout."""
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f, lineterminator="\n")
-        writer.writerow(["id", "class", "reactants>reagents>production"])
-        for rid, rclass, reactants, product in reactions:
-            writer.writerow([rid, rclass, f"{reactants}>>{product}"])

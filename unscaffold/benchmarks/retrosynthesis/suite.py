@@ -9,6 +9,7 @@ test); with `--data` it reads USPTO-50k CSVs (see `data.py`).
 from __future__ import annotations
 
 import shlex
+import warnings
 from collections import defaultdict
 from pathlib import Path
 
@@ -59,18 +60,31 @@ class RetrosynthesisSuite(Suite):
             raise InputError("--tasks", None, f"unknown retrosynthesis task {task.id!r}") from None
 
     def tasks(self, split: str | None = None) -> list[Task]:
-        """A split's tasks; None: every task. A reaction whose reference does not canonicalise is left out."""
-        out = []
+        """A split's tasks; None: every task. A reaction RDKit cannot parse is left out, with a warning
+        naming its file, line and id."""
+        out, bad = [], []
         for r in self.reactions:
             if split and r.split != split:
                 continue
             try:
-                product = r.gold.product
-            except ValueError:
-                continue
-            out.append(Task(id=r.id, instruction=instruction(product, r.class_name), split=r.split,
-                            meta={"class": r.rclass, "reaction_type": r.class_name, "product": product}))
+                out.append(self.task_of(r))
+            except InputError as e:
+                bad.append(str(e))
+        if bad:
+            warnings.warn(f"left out {len(bad)} reaction(s): {bad[0]}" + (f" (and {len(bad) - 1} more)"
+                                                                          if len(bad) > 1 else ""), stacklevel=2)
         return out
+
+    def named_tasks(self, task_ids: list[str], split: str | None = None) -> list[Task]:
+        """Only the named reactions are canonicalised (a 40,000-row split need not be, for a few tasks); one
+        that RDKit cannot parse is an error naming its file, line and id."""
+        wanted = set(task_ids)
+        return [self.task_of(r) for r in self.reactions if r.id in wanted and (not split or r.split == split)]
+
+    def task_of(self, r: Reaction) -> Task:
+        product = r.checked_gold().product
+        return Task(id=r.id, instruction=instruction(product, r.class_name), split=r.split,
+                    meta={"class": r.rclass, "reaction_type": r.class_name, "product": product})
 
     def splits(self) -> list[str | None]:
         present = {r.split for r in self.reactions}

@@ -11,9 +11,14 @@ from pydantic import BaseModel, Field
 
 from unscaffold.minimal_harness.sandbox.result import ExecResult
 
-__all__ = ["ExecResult", "Limits", "Mount", "Sandbox", "SandboxConfig", "SandboxKind"]
+__all__ = ["ExecResult", "Limits", "Mount", "Sandbox", "SandboxConfig", "SandboxKind", "SandboxSettings"]
 
 SandboxKind = Literal["local", "docker", "none"]
+DEFAULT_COMMAND_TIMEOUT_S = 60.0
+DOCKER_ADVICE = "run it with `--sandbox docker` to build the task's image"  # what `local` cannot set up
+# The image the docker sandbox builds for the built-in suites when neither an image nor a build folder
+# is given: a Python with the suites' libraries (openpyxl, RDKit), as `python3` is under `local`.
+SUITES_IMAGE_DIR = Path(__file__).resolve().parent / "suites_image"
 
 
 class Mount(BaseModel):
@@ -57,15 +62,28 @@ class Limits(BaseModel):
         return apply
 
 
+class SandboxSettings(BaseModel):
+    """What a run chooses about its sandboxes (each trial's SandboxConfig is made from these and the task)."""
+
+    kind: SandboxKind = Field("local", description="local (bubblewrap), docker, or none (no isolation).",
+                              json_schema_extra={"flag": "--sandbox"})
+    command_timeout_s: float = Field(DEFAULT_COMMAND_TIMEOUT_S, gt=0, description="Seconds per command.",
+                                     json_schema_extra={"flag": "--command-timeout"})
+
+
 class SandboxConfig(BaseModel):
     kind: SandboxKind = "local"
     workspace: Path
     workdir: str | None = Field(None, description="Where the workspace appears inside; default its own path.")
     mounts: list[Mount] = Field(default_factory=list)
     network: bool = False
-    timeout_s: float = 60.0
+    timeout_s: float = Field(DEFAULT_COMMAND_TIMEOUT_S, gt=0, description="seconds per command")
     limits: Limits = Field(default_factory=Limits)
-    image: str = "python:3.11-slim"
+    image: str | None = Field(None, description="docker: run this image (pulled if missing)")
+    build: Path | None = Field(None, description="docker: without `image`, build this folder's Dockerfile (cached "
+                               "by its content hash); neither: the suites' image from SUITES_IMAGE_DIR")
+    seed_from_image: bool = Field(False, description="docker: first copy the image's workdir into the workspace "
+                                  "(a task image keeps the task's files there)")
     env: dict[str, str] = Field(default_factory=dict)
 
     @property

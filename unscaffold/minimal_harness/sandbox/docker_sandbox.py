@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import atexit
+import hashlib
+import io
 import logging
 import os
 import signal
+import tarfile
 import threading
 import time
 from pathlib import Path
@@ -16,8 +19,8 @@ import docker
 import docker.errors
 from docker.types import Ulimit
 
-from unscaffold.errors import SandboxUnavailable
-from unscaffold.minimal_harness.sandbox.base import ExecResult, SandboxConfig
+from unscaffold.errors import EnvironmentBroken, SandboxUnavailable
+from unscaffold.minimal_harness.sandbox.base import SUITES_IMAGE_DIR, ExecResult, SandboxConfig
 from unscaffold.minimal_harness.sandbox.identity import allocate_uid, hand_over, release_uid
 from unscaffold.minimal_harness.sandbox.local import sandbox_env
 from unscaffold.minimal_harness.sandbox.output import OutputCollector
@@ -53,6 +56,75 @@ exit "$rc"
 """
 
 
+IMAGE_REPOSITORY = "unscaffold-env"  # images built from a folder are tagged with the folder's content hash
+BUILD_LOG_TAIL = 6  # lines of a failed build's log quoted in the error
+
+
+def context_hash(folder: Path) -> str:
+    """A hash of every file's relative path and bytes: the same folder builds the same image."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:16]
+
+
+_BUILD_LOCKS: dict[str, threading.Lock] = {}
+_BUILD_LOCKS_GUARD = threading.Lock()
+
+
+def ensure_image(client: Any, config: SandboxConfig) -> str:
+    """The image to run: `config.image`, else the one built from `config.build` (or the suites' image
+    folder), built once and then found by its tag. A failed build is the environment's fault."""
+    if config.image:
+        return config.image
+    folder = Path(config.build or SUITES_IMAGE_DIR).resolve()
+    if not (folder / "Dockerfile").is_file():
+        raise EnvironmentBroken(f"{folder}: no Dockerfile to build the sandbox image from")
+    tag = f"{IMAGE_REPOSITORY}:{context_hash(folder)}"
+    with _BUILD_LOCKS_GUARD:
+        lock = _BUILD_LOCKS.setdefault(tag, threading.Lock())
+    with lock:  # trials of one run that need the same image wait for one build
+        try:
+            client.images.get(tag)
+            return tag
+        except docker.errors.ImageNotFound:
+            pass
+        except docker.errors.DockerException as e:
+            raise SandboxUnavailable(f"docker image lookup failed: {_one_line(e)}") from None
+        try:
+            client.images.build(path=str(folder), tag=tag, rm=True, labels=dict(LABELS))
+        except docker.errors.BuildError as e:
+            lines = [str(entry.get("stream") or entry.get("error") or "").strip() for entry in e.build_log or []
+                     if isinstance(entry, dict)]
+            tail = " | ".join([line for line in lines if line][-BUILD_LOG_TAIL:])
+            raise EnvironmentBroken(f"building the image from {folder / 'Dockerfile'} failed: {_one_line(e)}"
+                                    + (f"; the build ended: {tail[-600:]}" if tail else "")) from None
+        except docker.errors.DockerException as e:
+            raise SandboxUnavailable(f"docker could not build {folder / 'Dockerfile'}: {_one_line(e)}") from None
+    return tag
+
+
+def seed_workspace(client: Any, image: str, workdir: str, workspace: Path) -> None:
+    """Copy the image's `workdir` into the (bind-mounted, so otherwise hiding it) workspace."""
+    holder = client.containers.create(image=image, command=["true"], labels=dict(LABELS))
+    try:
+        try:
+            chunks, _ = holder.get_archive(workdir)
+        except docker.errors.NotFound:
+            return
+        with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
+            members = []
+            for member in tar.getmembers():
+                _, _, rest = member.name.partition("/")
+                if rest:
+                    member.name = rest
+                    members.append(member)
+            tar.extractall(workspace, members=members, filter="data")
+    finally:
+        holder.remove(force=True)
+
+
 def container_kwargs(config: SandboxConfig, uid: int | None = None) -> dict[str, Any]:
     """The keyword arguments for `client.containers.create`/`run`: pure, so the isolation is testable
     without an engine. Never root inside: `uid` (the sandbox's own, when the host is root) or the host
@@ -65,7 +137,7 @@ def container_kwargs(config: SandboxConfig, uid: int | None = None) -> dict[str,
     env["PATH"] = config.env.get("PATH", IMAGE_PATH)
     limits = config.limits
     kwargs: dict[str, Any] = {
-        "image": config.image,
+        "image": config.image or "",
         "command": ["sleep", "infinity"],
         "detach": True,
         "init": True,
@@ -186,25 +258,27 @@ class DockerSandbox:
     def __init__(self, config: SandboxConfig, client: docker.DockerClient | None = None) -> None:
         self.config = config
         self.client = client if client is not None else connect()
-        net = "network on" if config.network else "no network"
-        self.isolation = (
-            f"docker container from image {config.image}: writable workspace at {config.cwd}, own pids, {net}"
-        )
         self.container: Any = None
         self._closed = False
         self._close_lock = threading.RLock()
+        self.uid: int | None = None
+        image = ensure_image(self.client, config)
+        self.config = config = config.model_copy(update={"image": image})
+        net = "network on" if config.network else "no network"
+        self.isolation = f"docker container from image {image}: writable workspace at {config.cwd}, own pids, {net}"
         Path(config.workspace).mkdir(parents=True, exist_ok=True)
         self.uid = allocate_uid()
-        self.hand_over_writable()
-        kwargs = container_kwargs(config, self.uid)
         try:
-            self.container = self._create(kwargs)
+            if config.seed_from_image:
+                seed_workspace(self.client, image, config.cwd, Path(config.workspace))
+            self.hand_over_writable()
+            self.container = self._create(container_kwargs(config, self.uid))
             _register(self, self.container.id)
             self.container.start()
         except BaseException as e:
             self.close()
             if isinstance(e, docker.errors.DockerException):
-                raise SandboxUnavailable(f"cannot start a container from {config.image}: {_one_line(e)}") from None
+                raise SandboxUnavailable(f"cannot start a container from {image}: {_one_line(e)}") from None
             raise
 
     def _create(self, kwargs: dict[str, Any]) -> Any:
@@ -278,7 +352,8 @@ class DockerSandbox:
             if self._closed:
                 return
             self._closed = True
-            release_uid(self.uid)
+            if self.uid is not None:
+                release_uid(self.uid)
             container = self.container
         if container is None:
             return
