@@ -19,7 +19,8 @@ from unscaffold.minimal_harness.agent import AgentConfig
 from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, SandboxConfig, SandboxSettings
 
 RUN_FLAGS = ["--student", "--out", "--data", "--split", "--tasks", "--trials", "--concurrency", "--harness",
-             "--reviewer", "--knowledge", "--budget", "--reviewer-concurrency", "--infra-retries", "--sandbox",
+             "--reviewer", "--knowledge", "--budget", "--reviewer-concurrency", "--infra-retries", "--executor",
+             "--sandbox",
              "--command-timeout", "--max-turns", "--max-wall", "--max-cost", "--price-in", "--price-out", "--config"]
 
 
