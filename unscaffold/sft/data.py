@@ -79,7 +79,8 @@ def parse_row(data: Any, source: str, where: str) -> SFTRow:
     try:
         row = SFTRow.model_validate(data)
     except ValidationError as e:
-        raise validation_error(source, e, prefix=where) from None
+        err = validation_error(source, e)
+        raise InputError(source, f"{where}: {err.field}", err.problem) from None
     for turn in row.masked_reasoning_turns:
         if not 0 <= turn < len(row.messages) or row.messages[turn].role != "assistant":
             raise InputError(source, f"{where}: masked_reasoning_turns",
