@@ -175,3 +175,43 @@ def test_bad_rows_name_the_line_and_field(tmp_path: Path) -> None:
     with pytest.raises(InputError) as err:
         read_rows(path)
     assert str(err.value).startswith(f"{path}: line 1: messages.0.role: Input should be")
+
+
+def test_inspect_sft_json_is_the_segments_the_loss_sees(tiny_model_dir: Path, tmp_path: Path) -> None:  # noqa: F811
+    import json
+
+    from typer.testing import CliRunner
+
+    from unscaffold.cli import app
+
+    row = reviewed_row()
+    data = write_rows(tmp_path / "d.jsonl", [two_queries_row(), row])
+    result = CliRunner().invoke(app, ["inspect-sft", str(data), "--model", str(tiny_model_dir), "--row", "1",
+                                      "--json"])
+    assert result.exit_code == 0, result.output
+    sample = render_sample(messages(row), TOOLS, tokenizer(tiny_model_dir), row["masked_reasoning_turns"])
+    assert json.loads(result.output) == segments(tokenizer(tiny_model_dir), sample)
+    text = CliRunner().invoke(app, ["inspect-sft", str(data), "--model", str(tiny_model_dir), "--row", "1"])
+    assert text.exit_code == 0 and f"{len(sample.input_ids)} tokens, {sample.trained_tokens} trained" in text.output
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--row", "5"], "{data}: --row: 5 is out of range: the file has 2 rows"),
+    (["--row", "1"], "{data}: row 1: messages: missing (a build-sft row has messages and tools)"),
+    (["--row", "0", "--model", "/nowhere/model"],
+     "--model: '/nowhere/model' is not a model folder (nor a hub id, nor tiny)"),
+    (["--row", "0"], "{data}: row 0: turn 1: the generation prompt is not a text prefix of the full rendering (the "
+     "template renders earlier turns differently once later messages exist); use --split-turns"),
+])
+def test_inspect_sft_errors_are_one_line_exit_2(args: list[str], message: str, tiny_model_dir: Path,  # noqa: F811
+                                                tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from unscaffold.cli import app
+
+    no_messages = {k: v for k, v in reviewed_row().items() if k != "messages"}
+    data = write_rows(tmp_path / "d.jsonl", [two_queries_row(), no_messages])
+    model = [] if "--model" in args else ["--model", str(tiny_model_dir)]
+    result = CliRunner().invoke(app, ["inspect-sft", str(data), *model, *args])
+    assert result.exit_code == 2
+    assert result.output == f"error: {message.format(data=data)}\n"

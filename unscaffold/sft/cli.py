@@ -121,8 +121,8 @@ def train_sft_command(
     if not world()[1]:
         return
     table = Table(title=f"train-sft -> {out}")
-    table.add_column("")
-    table.add_column("", justify="right")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
     for key in ("steps", "trained_tokens", "tokens_per_s", "first_loss", "final_loss", "peak_memory_gb",
                 "rows", "rows_used", "samples"):
         value = getattr(summary, key)
@@ -130,7 +130,7 @@ def train_sft_command(
     for reason, count in summary.rows_dropped.items():
         table.add_row(f"dropped: {reason}", str(count))
     Console().print(table)
-    Console().print(f"adapter and summary: {out}  (evaluate with --student hf:{summary.base_model}+{out})",
+    Console().print(f"adapter and summary: {out}  (evaluate with --student hf:{settings.model}+{out})",
                     highlight=False)
 
 

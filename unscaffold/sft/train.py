@@ -172,6 +172,7 @@ def train_sft(data: Path, out: Path, config: TrainConfig, *, resume: bool = Fals
         save_steps=config.save_steps,
         save_total_limit=config.save_total_limit,
         report_to=[],
+        use_cpu=hardware["device"] == "cpu",  # under accelerate launch on CPUs: gloo processes, not one
         disable_tqdm=True,
         dataset_num_proc=None,
     )
