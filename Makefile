@@ -45,6 +45,7 @@ lint: $(STAMP)
 perf: $(STAMP) sysdeps
 	$(PY) perf/harness_overhead.py
 	$(PY) perf/build_sft_throughput.py
+	$(PY) perf/sft_throughput.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -36,3 +36,14 @@ def test_two_process_cpu_run(tiny_model_dir: Path, tmp_path: Path) -> None:  # n
     assert summary["trained_tokens"] == sum(s.trained_tokens for s in samples)
     assert [json.loads(x)["step"] for x in (tmp_path / "run" / "train_log.jsonl").read_text().splitlines()] == [1, 2]
     assert (tmp_path / "run" / "adapter_model.safetensors").is_file()
+
+
+@pytest.mark.slow
+def test_gpu_benchmark_runs_its_cpu_smoke_mode() -> None:
+    script = Path(__file__).resolve().parent.parent / "perf" / "sft_gpu.py"
+    done = subprocess.run([sys.executable, str(script), "--smoke", "--json"], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert report["device"] == "cpu" and [r["length"] for r in report["results"]] == [128, 256]
+    assert all(r["tokens_per_s"] > 0 for r in report["results"]) and 0 < report["trainable"] < report["parameters"]
