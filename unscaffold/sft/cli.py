@@ -130,6 +130,10 @@ def train_sft_command(
     for reason, count in summary.rows_dropped.items():
         table.add_row(f"dropped: {reason}", str(count))
     Console().print(table)
+    if summary.rows_dropped.get("prefix_property"):
+        first = next(d for d in summary.dropped if d["reason"] == "prefix_property")
+        Console().print(f"[yellow]{summary.rows_dropped['prefix_property']} rows break the prefix property (first: row "
+                        f"{first['row']}, turn {first['turn']}); --split-turns trains them turn by turn")
     Console().print(f"adapter and summary: {out}  (evaluate with --student hf:{settings.model}+{out})",
                     highlight=False)
 
