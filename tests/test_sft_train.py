@@ -85,6 +85,9 @@ def test_resume_gives_the_same_steps_and_losses(trained: tuple[Path, Path], tmp_
     (copy / "summary.json").unlink()
     with pytest.raises(InputError, match="holds a training run already; pass --resume"):
         train_sft(data, copy, quick_config(learnable_tiny), progress=False)
+    with pytest.raises(InputError) as err:
+        train_sft(data, copy, quick_config(learnable_tiny, lora_r=8), resume=True, progress=False)
+    assert str(err.value) == f"{copy / 'train_config.json'}: lora_r: --resume with 8, but the run started with 32"
     train_sft(data, copy, quick_config(learnable_tiny), resume=True, progress=False)
     summary = json.loads((copy / "summary.json").read_text())
     original = json.loads((run / "summary.json").read_text())
@@ -123,15 +126,19 @@ def test_the_adapter_loads_under_hf_and_merges(trained: tuple[Path, Path], learn
 def test_cli_reads_the_config_file_and_flags_override(learnable_tiny: Path, tmp_path: Path) -> None:
     data = write_rows(tmp_path / "data.jsonl", overfit_rows(4))
     (tmp_path / "c.toml").write_text(f'model = "{learnable_tiny}"\nlora_r = 4\nlora_alpha = 8\nbatch_size = 2\n'
-                                     "per_device_batch_size = 2\nmax_steps = 5\n")
+                                     "per_device_batch_size = 2\nmax_steps = 5\nlr_scheduler = \"linear_to_min_lr\"\n")
     args = ["train-sft", str(data), "--out", str(tmp_path / "run"), "--config", str(tmp_path / "c.toml"),
-            "--max-steps", "1", "--no-gradient-checkpointing"]
+            "--max-steps", "3", "--no-gradient-checkpointing"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     config = json.loads((tmp_path / "run" / "train_config.json").read_text())
     assert (config["lora_r"], config["lora_alpha"], config["max_steps"], config["gradient_checkpointing"]) == (
-        4, 8, 1, False)
-    assert json.loads((tmp_path / "run" / "summary.json").read_text())["steps"] == 1
+        4, 8, 3, False)
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["steps"] == 3
+    # linear decay to the floor after one warm-up step (5% of 3 steps, rounded up): the lr each step used
+    floor = 1e-6 / 2e-4
+    assert [x["lr"] for x in log_lines(tmp_path / "run")] == pytest.approx(
+        [0.0, 2e-4, 2e-4 * (floor + (1 - floor) * 0.5)])
     again = CliRunner().invoke(app, args)
     assert again.exit_code == 2
     assert again.output == (f"error: {tmp_path / 'run'}: holds a training run already; pass --resume or choose "

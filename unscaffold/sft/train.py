@@ -21,7 +21,7 @@ from transformers import PrinterCallback, TrainerCallback
 from trl import SFTTrainer
 
 from unscaffold.errors import InputError
-from unscaffold.iojson import append_jsonl, write_json_atomic, write_text_atomic
+from unscaffold.iojson import append_jsonl, read_json, write_json_atomic, write_text_atomic
 from unscaffold.sft.config import TrainConfig, gradient_accumulation
 from unscaffold.sft.data import Prepared, prepare, read_rows
 
@@ -95,6 +95,20 @@ def check_out_dir(out: Path, resume: bool) -> str | None:
     return None
 
 
+RESUMABLE_CHANGES = ("max_steps", "epochs", "logging_steps", "save_steps", "save_total_limit")
+
+
+def _check_same_run(out: Path, config: TrainConfig) -> None:
+    """A resumed run must train what it started with; only how long and how often it saves may change."""
+    saved_path = out / CONFIG
+    if not saved_path.exists():
+        return
+    saved = read_json(saved_path)
+    for key, value in config.model_dump().items():
+        if key not in RESUMABLE_CHANGES and key in saved and saved[key] != value:
+            raise InputError(str(saved_path), key, f"--resume with {value!r}, but the run started with {saved[key]!r}")
+
+
 def load_tokenizer(model: str) -> Any:
     from transformers import AutoTokenizer
 
@@ -124,6 +138,8 @@ def train_sft(data: Path, out: Path, config: TrainConfig, *, resume: bool = Fals
     world_size, main = world()
     accumulation = gradient_accumulation(config, world_size)
     checkpoint = check_out_dir(out, resume)
+    if checkpoint is not None:
+        _check_same_run(out, config)
     base = resolve_model_path(config.model)
     tokenizer = load_tokenizer(config.model)
     prepared = prepare(read_rows(data), tokenizer, max_length=config.max_length, split_turns=config.split_turns)
@@ -140,8 +156,6 @@ def train_sft(data: Path, out: Path, config: TrainConfig, *, resume: bool = Fals
         resumed_step = _truncate_log(out / LOG, checkpoint)
     else:
         resumed_step = None
-    dtype = torch.bfloat16 if hardware["bf16"] else torch.float32
-    model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype, attn_implementation=hardware["attn_implementation"])
     targets: str | list[str] = config.target_modules
     if targets != "all-linear":
         targets = [t.strip() for t in targets.split(",") if t.strip()]
@@ -176,6 +190,9 @@ def train_sft(data: Path, out: Path, config: TrainConfig, *, resume: bool = Fals
         disable_tqdm=True,
         dataset_num_proc=None,
     )
+    # the model is loaded after SFTConfig exists: under DeepSpeed ZeRO-3 it is then built already partitioned
+    dtype = torch.bfloat16 if hardware["bf16"] else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype, attn_implementation=hardware["attn_implementation"])
     trainer = _Trainer(
         model=model, args=args, train_dataset=_dataset(prepared), processing_class=tokenizer, peft_config=lora,
         linear_floor=config.min_lr / config.learning_rate if config.lr_scheduler == "linear_to_min_lr" else None,
