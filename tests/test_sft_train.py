@@ -105,12 +105,14 @@ def test_the_adapter_loads_under_hf_and_merges(trained: tuple[Path, Path], learn
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    from unscaffold.llm.registry import load_provider
+    from unscaffold.llm.hf_backend import HFModel
+    from unscaffold.llm.registry import parse_spec
 
     _, run = trained
-    model = load_provider(f"hf:{learnable_tiny}+{run}").for_trial("t")
+    spec = parse_spec(f"hf:{learnable_tiny}+{run}")
+    model = HFModel(spec.raw, spec.target, adapter=spec.adapter, max_new_tokens=8, device="cpu")
     response = model.complete([Message(role="user", content="Write 3 to answer.txt")], TOOLS)
-    loaded: Any = model._model  # type: ignore[attr-defined]
+    loaded: Any = model._model
     assert isinstance(loaded, PeftModel) and response.usage.output_tokens >= 1
     result = CliRunner().invoke(app, ["merge", str(run), "--out", str(tmp_path / "merged")])
     assert result.exit_code == 0, result.output
