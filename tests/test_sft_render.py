@@ -215,3 +215,35 @@ def test_inspect_sft_errors_are_one_line_exit_2(args: list[str], message: str, t
     result = CliRunner().invoke(app, ["inspect-sft", str(data), *model, *args])
     assert result.exit_code == 2
     assert result.output == f"error: {message.format(data=data)}\n"
+
+
+def test_a_tokenizer_merging_newlines_breaks_the_prefix_at_token_level(tiny_model_dir: Path,  # noqa: F811
+                                                                       tmp_path: Path) -> None:
+    """Real Qwen tokenizers have one token for "\\n\\n": a Qwen3.5 turn with empty reasoning renders as
+    `<think>\\n\\n</think>` while its generation prompt ends in `<think>\\n`, so the texts agree and the
+    tokens do not. The check sees it; --split-turns trains the turn after the prompt as generated."""
+    import json
+    import shutil
+
+    data = json.loads((tiny_model_dir / "tokenizer.json").read_text())
+    vocab, merges = data["model"]["vocab"], data["model"]["merges"]
+    vocab["ĊĊ"] = vocab.pop("".join(merges[-1]))  # the last merge's token becomes the newline pair
+    merges[-1] = ["Ċ", "Ċ"]
+    merged = tmp_path / "merged"
+    merged.mkdir()
+    for name in ("tokenizer_config.json", "chat_template.jinja"):
+        shutil.copy(tiny_model_dir / name, merged / name)
+    (merged / "tokenizer.json").write_text(json.dumps(data))
+    tok = tokenizer(merged)
+    assert tok("<think>\n\n</think>", add_special_tokens=False)["input_ids"][1] == vocab["ĊĊ"]
+    row = reviewed_row()
+    row["messages"][2]["reasoning_content"] = ""
+    msgs = messages(row)
+    with pytest.raises(PrefixPropertyError) as err:
+        render_with_masks(msgs, TOOLS, tok)
+    assert err.value.turn == 2 and "the generation prompt's tokens are not a prefix" in str(err.value)
+    first = render_turns(msgs, TOOLS, tok)[0]
+    prompt = tok(tok.apply_chat_template(row["messages"][:2], tools=TOOLS, add_generation_prompt=True,
+                                         tokenize=False), add_special_tokens=False)["input_ids"]
+    assert first.input_ids[: len(prompt)] == prompt
+    assert [s["text"] for s in segments(tok, first) if s["trained"]] == ["\n</think>\n\n" + CALL_LS]

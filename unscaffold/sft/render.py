@@ -24,6 +24,7 @@ from unscaffold.llm.chat_render import END_OF_TURN, encode, render_chat
 from unscaffold.llm.types import Message
 
 THINK_CLOSE = "</think>"
+TURN_START = "<|im_start|>"
 
 
 class RenderError(UnscaffoldError):
@@ -79,9 +80,8 @@ def render_sample(messages: list[Message], tools: list[dict[str, Any]] | None, t
             raise PrefixPropertyError(
                 "prefix_property", f"turn {k}: the generation prompt is not a text prefix of the full rendering "
                 f"(the template renders earlier turns differently once later messages exist)", k)
-        prompt_ids = encode(tokenizer, prompt_text)
-        start = len(prompt_ids)
-        if ids[:start] != prompt_ids:
+        start = _prompt_end(tokenizer, prompt_text, ids, offsets)
+        if start is None:
             raise PrefixPropertyError(
                 "prefix_property", f"turn {k}: the generation prompt's tokens are not a prefix of the full "
                 f"rendering's tokens (the tokenizer merges across the turn boundary)", k)
@@ -144,6 +144,35 @@ def _render(tokenizer: Any, messages: list[Message], tools: list[dict[str, Any]]
     except Exception as exc:  # jinja raises its own TemplateError (raise_exception) and plain TypeErrors
         turn = len(messages) - 1
         raise RenderError("template_error", f"the chat template refused messages[:{turn + 1}]: {exc}", turn) from None
+
+
+def _prompt_end(tokenizer: Any, prompt_text: str, ids: list[int], offsets: list[Any]) -> int | None:
+    """Where the prompt's tokens end in the full rendering, or None when they are not a prefix of it.
+
+    Equals `encode(prompt_text) == ids[:n]` but tokenizes only the prompt's last turn header: tokenizers
+    split text at added special tokens before anything else, so everything before the last `<|im_start|>`
+    tokenizes as it does in the full rendering (same text, same split), and the boundary can only differ
+    after it. Without that token the whole prompt is tokenized."""
+    anchor = prompt_text.rfind(TURN_START)
+    index = _token_at(offsets, anchor) if anchor >= 0 and TURN_START in tokenizer.get_added_vocab() else None
+    if index is None:
+        prompt_ids = encode(tokenizer, prompt_text)
+        return len(prompt_ids) if ids[: len(prompt_ids)] == prompt_ids else None
+    tail = encode(tokenizer, prompt_text[anchor:])
+    end = index + len(tail)
+    return end if ids[index:end] == tail else None
+
+
+def _token_at(offsets: list[Any], char: int) -> int | None:
+    """The token starting exactly at character `char` of the full rendering."""
+    lo, hi = 0, len(offsets)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if offsets[mid][0] < char:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo if lo < len(offsets) and offsets[lo][0] == char else None
 
 
 def _end_of_turn_id(tokenizer: Any) -> int:
