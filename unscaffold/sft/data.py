@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,11 +89,14 @@ def parse_row(data: Any, source: str, where: str) -> SFTRow:
     return row
 
 
-def prepare(rows: list[SFTRow], tokenizer: Any, *, max_length: int, split_turns: bool) -> Prepared:
+def prepare(rows: list[SFTRow], tokenizer: Any, *, max_length: int, split_turns: bool,
+            progress: Callable[[], None] | None = None) -> Prepared:
     """Render every row (or every turn with `split_turns`); too long, unrenderable or prefix-breaking rows are
     dropped and recorded with their row index and turn, never cut."""
     out = Prepared(rows=len(rows))
     for i, row in enumerate(rows):
+        if progress is not None:
+            progress()
         try:
             if split_turns:
                 samples = render_turns(row.messages, row.tools, tokenizer, row.masked_reasoning_turns)

@@ -142,7 +142,7 @@ def train_sft(data: Path, out: Path, config: TrainConfig, *, resume: bool = Fals
         _check_same_run(out, config)
     base = resolve_model_path(config.model)
     tokenizer = load_tokenizer(config.model)
-    prepared = prepare(read_rows(data), tokenizer, max_length=config.max_length, split_turns=config.split_turns)
+    prepared = _prepare_with_bar(read_rows(data), tokenizer, config, show=main and progress)
     if not prepared.samples:
         reasons = ", ".join(f"{k}: {v}" for k, v in prepared.dropped_by_reason().items())
         raise InputError(str(data), None, f"no trainable sample left ({reasons})"
@@ -214,6 +214,19 @@ def train_sft(data: Path, out: Path, config: TrainConfig, *, resume: bool = Fals
         write_json_atomic(out / SUMMARY, summary)
         plot_loss(out / LOG, out / PLOT)
     return summary
+
+
+def _prepare_with_bar(rows: list[Any], tokenizer: Any, config: TrainConfig, show: bool) -> Prepared:
+    if not show:
+        return prepare(rows, tokenizer, max_length=config.max_length, split_turns=config.split_turns)
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn("rendering rows"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        job = bar.add_task("render", total=len(rows))
+        return prepare(rows, tokenizer, max_length=config.max_length, split_turns=config.split_turns,
+                       progress=lambda: bar.advance(job))
 
 
 def _dataset(prepared: Prepared) -> Any:
