@@ -46,6 +46,8 @@ perf: $(STAMP) sysdeps
 	$(PY) perf/harness_overhead.py
 	$(PY) perf/build_sft_throughput.py
 	$(PY) perf/ray_overhead.py
+	$(PY) perf/sft_throughput.py
+	$(PY) perf/spreadsheet_scoring.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

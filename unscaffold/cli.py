@@ -228,6 +228,12 @@ def build_sft_command(
                     highlight=False)
 
 
+# LoRA SFT: inspect-sft, train-sft, merge (unscaffold/sft/cli.py)
+from unscaffold.sft.cli import register as _register_sft  # noqa: E402
+
+_register_sft(app)
+
+
 @app.command("report")
 def report_command(
     run_dir: Annotated[Path, typer.Argument(help="A run folder.")],

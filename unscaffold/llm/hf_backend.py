@@ -8,15 +8,14 @@ structured response by `qwen_parse`.
 
 from __future__ import annotations
 
-import json
 import threading
 from typing import Any
 
 from unscaffold.errors import ContextLengthError, ModelError
+from unscaffold.llm.chat_render import END_OF_TURN, encode, render_chat
 from unscaffold.llm.qwen_parse import THINK_OPEN, parse_completion
+from unscaffold.llm.tiny import resolve_model_path
 from unscaffold.llm.types import AssistantResponse, Message, Usage
-
-END_OF_TURN = "<|im_end|>"
 
 
 class HFModel:
@@ -55,13 +54,11 @@ class HFModel:
     def render_prompt(self, messages: list[Message], tools: list[dict[str, Any]]) -> str:
         """The exact prompt text `complete` generates from: the chat template plus generation prompt."""
         self._ensure_loaded()
-        rows = [_template_row(m) for m in messages]
-        try:
-            return self._apply_template(rows, tools)
-        except TypeError:
-            # Templates that iterate `arguments|items` (Qwen3.5) cannot render a malformed call kept as
-            # a raw string; render those calls without arguments rather than failing the trial.
-            return self._apply_template([_drop_string_arguments(r) for r in rows], tools)
+        return render_chat(self._tokenizer, messages, tools, add_generation_prompt=True)
+
+    def prompt_ids(self, messages: list[Message], tools: list[dict[str, Any]]) -> list[int]:
+        """The token ids `complete` feeds the model: SFT trains each turn on exactly this prefix."""
+        return encode(self.tokenizer, self.render_prompt(messages, tools))
 
     def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> AssistantResponse:
         """Generate one assistant turn; raises ContextLengthError when the prompt leaves no room."""
@@ -69,8 +66,7 @@ class HFModel:
         import torch
 
         with self._generate_lock:
-            encoded = self._tokenizer(prompt, add_special_tokens=False, return_tensors="pt")
-            input_ids = encoded["input_ids"]
+            input_ids = torch.tensor([encode(self._tokenizer, prompt)], dtype=torch.long)
             n_input = int(input_ids.shape[1])
             if self._context is not None and n_input > self._context - self.max_new_tokens:
                 raise ContextLengthError(
@@ -91,7 +87,7 @@ class HFModel:
                 with torch.inference_mode():
                     output = self._model.generate(
                         input_ids=input_ids.to(device),
-                        attention_mask=encoded["attention_mask"].to(device),
+                        attention_mask=torch.ones_like(input_ids).to(device),
                         **kwargs,
                     )
             except (RuntimeError, ValueError) as exc:
@@ -101,11 +97,6 @@ class HFModel:
         response = parse_completion(text, in_think=prompt.rstrip().endswith(THINK_OPEN), tools=tools)
         response.usage = Usage(input_tokens=n_input, output_tokens=len(new_ids))
         return response
-
-    def _apply_template(self, rows: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
-        return self._tokenizer.apply_chat_template(
-            rows, tools=tools or None, add_generation_prompt=True, tokenize=False
-        )
 
     def _ensure_loaded(self) -> None:
         if self._model is not None:
@@ -121,8 +112,9 @@ class HFModel:
         device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
         dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
         try:
-            tokenizer = AutoTokenizer.from_pretrained(self.path)
-            model = AutoModelForCausalLM.from_pretrained(self.path, dtype=dtype)
+            path = resolve_model_path(self.path)
+            tokenizer = AutoTokenizer.from_pretrained(path)
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
             if self.adapter:
                 from peft import PeftModel
 
@@ -138,34 +130,6 @@ class HFModel:
         self._eos_ids = _eos_ids(model, tokenizer)
         self._tokenizer = tokenizer
         self._model = model  # set last: it is the "loaded" flag read without the lock
-
-
-def _template_row(message: Message) -> dict[str, Any]:
-    """Chat templates want tool-call arguments as a mapping; a JSON string that decodes to one is decoded."""
-    row = message.chat_dict()
-    for call in row.get("tool_calls") or []:
-        args = call["function"].get("arguments")
-        if isinstance(args, str):
-            try:
-                value = json.loads(args)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(value, dict):
-                call["function"]["arguments"] = value
-    return row
-
-
-def _drop_string_arguments(row: dict[str, Any]) -> dict[str, Any]:
-    calls = row.get("tool_calls")
-    if not calls:
-        return row
-    fixed = []
-    for call in calls:
-        fn = dict(call["function"])
-        if not isinstance(fn.get("arguments"), dict):
-            fn["arguments"] = {}
-        fixed.append({**call, "function": fn})
-    return {**row, "tool_calls": fixed}
 
 
 def _context_length(config: Any) -> int | None:

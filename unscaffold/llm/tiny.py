@@ -119,22 +119,28 @@ def tiny_model_dir(template: str = DEFAULT_TEMPLATE, seed: int = 0) -> Path:
     return root / "tiny" / f"{template}-seed{seed}"
 
 
-def build_tiny_model(out_dir: Path, template: str = DEFAULT_TEMPLATE, seed: int = 0) -> Path:
+def build_tiny_model(out_dir: Path, template: str = DEFAULT_TEMPLATE, seed: int = 0,
+                     init_std: float | None = None) -> Path:
     """Write (once) a loadable tiny Qwen3 model + tokenizer to `out_dir` and return it.
+
+    `init_std` widens the random initialisation (default 0.02): with 0.02 the tied output head is too
+    small for a LoRA adapter to move the loss far, so training tests that must see a model learn use ~0.2.
 
     Idempotent: a directory already holding a complete build with the same template and seed is
     returned untouched. The build happens in a sibling temporary directory and is moved in, with
     the marker file written last, so concurrent builders never see a half-written model.
     """
     out_dir = Path(out_dir)
-    wanted = {"template": template, "seed": seed, "version": 1}
+    wanted: dict[str, object] = {"template": template, "seed": seed, "version": 1}
+    if init_std is not None:
+        wanted["init_std"] = init_std
     if _complete(out_dir, wanted):
         return out_dir
     chat_template = read_trl_template(template)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     try:
-        _build(tmp, chat_template, seed)
+        _build(tmp, chat_template, seed, init_std)
         (tmp / MARKER).write_text(json.dumps(wanted), encoding="utf-8")
         if not out_dir.exists():
             try:
@@ -208,7 +214,7 @@ def _train_tokenizer() -> object:
     return tok
 
 
-def _build(path: Path, chat_template: str, seed: int) -> None:
+def _build(path: Path, chat_template: str, seed: int, init_std: float | None = None) -> None:
     import torch
     from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
@@ -238,6 +244,7 @@ def _build(path: Path, chat_template: str, seed: int) -> None:
         bos_token_id=None,
         eos_token_id=eos_id,
         pad_token_id=pad_id,
+        **({"initializer_range": init_std} if init_std is not None else {}),
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -246,3 +253,16 @@ def _build(path: Path, chat_template: str, seed: int) -> None:
     path.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
+
+
+TINY_PREFIX = "tiny"
+
+
+def resolve_model_path(name: str) -> str:
+    """`tiny` (or `tiny:TEMPLATE`, e.g. `tiny:qwen3`) -> the cached tiny checkpoint; anything else unchanged.
+
+    Lets `--model tiny`, `hf:tiny+ADAPTER` and the adapter's recorded base all name the same model."""
+    if name != TINY_PREFIX and not name.startswith(f"{TINY_PREFIX}:"):
+        return name
+    template = name.partition(":")[2] or DEFAULT_TEMPLATE
+    return str(build_tiny_model(tiny_model_dir(template), template=template))

@@ -1,0 +1,170 @@
+"""`unscaffold inspect-sft`, `train-sft` and `merge`: from build-sft rows to an adapter and merged weights."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from unscaffold.errors import InputError, UnscaffoldError
+
+
+def _fail(e: Exception) -> None:
+    from unscaffold.cli import fail
+
+    fail(e)
+
+
+def inspect_sft_command(
+    data: Annotated[Path, typer.Argument(help="DATA.jsonl written by build-sft.")],
+    model: Annotated[str, typer.Option(help="Tokenizer and chat template: a path, a hub id, or tiny[:TEMPLATE].")],
+    row: Annotated[int, typer.Option(help="Row index (0-based, blank lines skipped).")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the segments [{text, trained}] as JSON.")] = False,
+    split_turns: Annotated[bool, typer.Option("--split-turns", help="Show one sample per assistant turn.")] = False,
+) -> None:
+    """Show a row exactly as the loss sees it: trained spans marked, context plain."""
+    from unscaffold.sft.data import parse_row
+    from unscaffold.sft.render import RenderError, render_sample, render_turns, segments
+    from unscaffold.sft.train import load_tokenizer
+
+    try:
+        parsed = parse_row(_nth_row(data, row), str(data), f"row {row}")
+        tokenizer = load_tokenizer(model)
+        try:
+            args = (parsed.messages, parsed.tools, tokenizer, parsed.masked_reasoning_turns)
+            samples = render_turns(*args) if split_turns else [render_sample(*args)]
+        except RenderError as e:
+            hint = "; use --split-turns" if e.reason == "prefix_property" and not split_turns else ""
+            raise InputError(str(data), f"row {row}", f"{e}{hint}") from None
+    except UnscaffoldError as e:
+        _fail(e)
+    parts = [segments(tokenizer, s) for s in samples]
+    if as_json:
+        sys.stdout.write(json.dumps(parts if split_turns else parts[0], ensure_ascii=False) + "\n")
+        return
+    out = Console()
+    for i, (sample, segs) in enumerate(zip(samples, parts, strict=True)):
+        if split_turns:
+            out.rule(f"sample {i}")
+        text = Text()
+        for seg in segs:
+            text.append(seg["text"], style="bold green on grey15" if seg["trained"] else "dim")
+        out.print(text)
+        out.print(f"[bold]{len(sample.input_ids)} tokens, {sample.trained_tokens} trained[/bold] "
+                  "(trained spans in green)", highlight=False)
+
+
+def _nth_row(data: Path, n: int) -> Any:
+    try:
+        lines = [line for line in data.read_bytes().splitlines() if line.strip()]
+    except FileNotFoundError:
+        raise InputError(str(data), None, "file not found") from None
+    if not 0 <= n < len(lines):
+        raise InputError(str(data), "--row", f"{n} is out of range: the file has {len(lines)} rows")
+    try:
+        return json.loads(lines[n])
+    except json.JSONDecodeError as e:
+        raise InputError(str(data), f"row {n}", f"invalid JSON: {e.msg}") from None
+
+
+def train_sft_command(
+    data: Annotated[Path, typer.Argument(help="DATA.jsonl written by build-sft.")],
+    out: Annotated[Path, typer.Option(help="Run folder: adapter, train_config.json, train_log.jsonl, summary.json, "
+                                      "loss.png, checkpoints/.")],
+    config: Annotated[Path | None, typer.Option(help="TOML or YAML file with any of the settings below.")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue from the last checkpoint in --out.")] = False,
+    model: Annotated[str | None, typer.Option(help="Base model: path, hub id, or tiny[:TEMPLATE]. [tiny]")] = None,
+    lora_r: Annotated[int | None, typer.Option(help="LoRA rank. [32]")] = None,
+    lora_alpha: Annotated[int | None, typer.Option(help="LoRA alpha. [32]")] = None,
+    lora_dropout: Annotated[float | None, typer.Option(help="LoRA dropout. [0.0]")] = None,
+    target_modules: Annotated[str | None, typer.Option(help="all-linear or comma-separated names.")] = None,
+    learning_rate: Annotated[float | None, typer.Option(help="Peak learning rate. [2e-4]")] = None,
+    warmup_ratio: Annotated[float | None, typer.Option(help="Warm-up share of steps. [0.05]")] = None,
+    min_lr: Annotated[float | None, typer.Option(help="Learning rate at the end of the decay. [1e-6]")] = None,
+    lr_scheduler: Annotated[str | None, typer.Option(help="cosine_with_min_lr or linear_to_min_lr.")] = None,
+    epochs: Annotated[float | None, typer.Option(help="Passes over the data. [2]")] = None,
+    max_steps: Annotated[int | None, typer.Option(help="Stop after N optimizer steps (overrides epochs).")] = None,
+    batch_size: Annotated[int | None, typer.Option(help="Effective batch over all devices. [8]")] = None,
+    per_device_batch_size: Annotated[int | None, typer.Option(help="Samples per forward pass. [1]")] = None,
+    max_length: Annotated[int | None, typer.Option(help="Longest sample; longer are dropped. [65536]")] = None,
+    split_turns: Annotated[bool | None, typer.Option("--split-turns/--no-split-turns",
+                                                     help="One sample per assistant turn.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed. [42]")] = None,
+    bf16: Annotated[str | None, typer.Option(help="auto, true or false. [auto]")] = None,
+    gradient_checkpointing: Annotated[bool | None, typer.Option(
+        "--gradient-checkpointing/--no-gradient-checkpointing", help="Recompute activations. [on]")] = None,
+    padding_free: Annotated[str | None, typer.Option(help="auto, true or false. [auto]")] = None,
+    attn_implementation: Annotated[str | None, typer.Option(help="auto, sdpa, eager, flash_attention_2.")] = None,
+    weight_decay: Annotated[float | None, typer.Option(help="AdamW weight decay. [0]")] = None,
+    max_grad_norm: Annotated[float | None, typer.Option(help="Gradient clipping. [1.0]")] = None,
+    logging_steps: Annotated[int | None, typer.Option(help="Steps per log line. [1]")] = None,
+    save_steps: Annotated[int | None, typer.Option(help="Steps per checkpoint. [50]")] = None,
+    save_total_limit: Annotated[int | None, typer.Option(help="Checkpoints kept. [2]")] = None,
+) -> None:
+    """LoRA SFT on build-sft rows (TRL + PEFT); defaults are the published recipe. Runs under accelerate launch."""
+    from unscaffold.sft.config import FIELDS, resolve_config
+    from unscaffold.sft.train import train_sft, world
+
+    values = locals()
+    overrides = {k: _tristate(values[k]) if k in ("bf16", "padding_free") else values[k] for k in FIELDS}
+    try:
+        settings = resolve_config(config, overrides)
+        summary = train_sft(data, out, settings, resume=resume, progress=sys.stderr.isatty())
+    except UnscaffoldError as e:
+        _fail(e)
+    if not world()[1]:
+        return
+    table = Table(title=f"train-sft -> {out}")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key in ("steps", "trained_tokens", "tokens_per_s", "first_loss", "final_loss", "peak_memory_gb",
+                "rows", "rows_used", "samples"):
+        value = getattr(summary, key)
+        table.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
+    for reason, count in summary.rows_dropped.items():
+        table.add_row(f"dropped: {reason}", str(count))
+    Console().print(table)
+    if summary.rows_dropped.get("prefix_property"):
+        first = next(d for d in summary.dropped if d["reason"] == "prefix_property")
+        Console().print(f"[yellow]{summary.rows_dropped['prefix_property']} rows break the prefix property (first: row "
+                        f"{first['row']}, turn {first['turn']}); --split-turns trains them turn by turn")
+    Console().print(f"adapter and summary: {out}  (evaluate with --student hf:{settings.model}+{out})",
+                    highlight=False)
+
+
+def _tristate(value: str | None) -> bool | str | None:
+    if value is None or value == "auto":
+        return value
+    if value.lower() in ("true", "1", "yes", "on"):
+        return True
+    if value.lower() in ("false", "0", "no", "off"):
+        return False
+    raise typer.BadParameter(f"{value!r}: use auto, true or false")
+
+
+def merge_command(
+    adapter: Annotated[Path, typer.Argument(help="A train-sft folder (PEFT adapter).")],
+    out: Annotated[Path, typer.Option(help="Folder for the merged weights and tokenizer.")],
+    base: Annotated[str | None, typer.Option(help="Base model (default: the one the adapter records).")] = None,
+) -> None:
+    """Merge a LoRA adapter into its base model: one checkpoint vLLM or SGLang can serve."""
+    from unscaffold.sft.merge import merge_adapter
+
+    try:
+        path = merge_adapter(adapter, out, base)
+    except UnscaffoldError as e:
+        _fail(e)
+    Console().print(f"merged weights: {path}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the SFT commands to the `unscaffold` command."""
+    app.command("inspect-sft")(inspect_sft_command)
+    app.command("train-sft")(train_sft_command)
+    app.command("merge")(merge_command)

@@ -1,0 +1,402 @@
+"""`train-sft`: LoRA SFT of a causal LM on `build-sft` rows with TRL's SFTTrainer and PEFT.
+
+The rows are rendered here (`sft/render.py`) into input ids and a completion mask, so TRL trains exactly
+the tokens the deployment model produces and nothing it only reads. Runs under `accelerate launch`
+unchanged (FSDP2, DeepSpeed ZeRO-3, several nodes): only the main process writes files other than
+the adapter and checkpoints, which the trainer saves collectively.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import resource
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+from transformers import PrinterCallback, TrainerCallback
+from trl import SFTTrainer
+
+from unscaffold.errors import InputError
+from unscaffold.iojson import append_jsonl, read_json, write_json_atomic, write_text_atomic
+from unscaffold.sft.config import TrainConfig, gradient_accumulation
+from unscaffold.sft.data import Prepared, prepare, read_rows
+
+CHECKPOINTS = "checkpoints"
+LOG = "train_log.jsonl"
+SUMMARY = "summary.json"
+CONFIG = "train_config.json"
+PLOT = "loss.png"
+LOG_KEYS = ("loss", "learning_rate", "grad_norm", "trained_tokens", "num_tokens", "epoch", "mean_token_accuracy")
+
+
+class TrainSummary(BaseModel):
+    """What `summary.json` holds; `tokens_per_s` counts trained (target) tokens, `input_tokens_per_s` all."""
+
+    base_model: str
+    steps: int
+    epochs: float
+    trained_tokens: int
+    tokens_per_s: float
+    input_tokens: int
+    input_tokens_per_s: float
+    first_loss: float | None
+    final_loss: float | None
+    train_seconds: float
+    peak_memory_gb: float
+    peak_memory_kind: str = Field(description="cuda_allocated (max over local GPUs) or cpu_rss (this process)")
+    world_size: int
+    gradient_accumulation_steps: int
+    resumed_from_step: int | None = None
+    rows: int
+    rows_used: int
+    samples: int
+    rows_dropped: dict[str, int]
+    dropped: list[dict[str, Any]] = Field(description="the first 50 dropped rows or turns, with reasons")
+    hardware: dict[str, Any]
+
+
+def world() -> tuple[int, bool]:
+    """(number of processes, whether this is the main one) as `accelerate launch` / torchrun set them."""
+    return int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0")) == 0
+
+
+def resolve_hardware(config: TrainConfig) -> dict[str, Any]:
+    """Turn the `auto` settings into what this machine supports."""
+    import torch
+
+    cuda = torch.cuda.is_available()
+    bf16 = (cuda and torch.cuda.is_bf16_supported()) if config.bf16 == "auto" else bool(config.bf16)
+    attn = config.attn_implementation
+    if attn == "auto":
+        attn = "flash_attention_2" if cuda and importlib.util.find_spec("flash_attn") else "sdpa"
+    padding_free = config.padding_free
+    if padding_free == "auto":
+        padding_free = attn.startswith("flash") and config.per_device_batch_size > 1
+    return {"device": "cuda" if cuda else "cpu", "bf16": bf16, "attn_implementation": attn,
+            "padding_free": bool(padding_free), "gradient_checkpointing": config.gradient_checkpointing}
+
+
+def check_out_dir(out: Path, resume: bool) -> str | None:
+    """The checkpoint to resume from; refuses to train over a finished or started run without --resume."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    ckpt_dir = out / CHECKPOINTS
+    last = get_last_checkpoint(str(ckpt_dir)) if ckpt_dir.is_dir() else None
+    if resume:
+        if last is None:
+            raise InputError(str(out), None, "--resume: no checkpoint to resume from")
+        return last
+    if last is not None or (out / SUMMARY).exists():
+        raise InputError(str(out), None, "holds a training run already; pass --resume or choose another --out")
+    return None
+
+
+RESUMABLE_CHANGES = ("max_steps", "epochs", "logging_steps", "save_steps", "save_total_limit")
+
+
+def _check_same_run(out: Path, config: TrainConfig) -> None:
+    """A resumed run must train what it started with; only how long and how often it saves may change."""
+    saved_path = out / CONFIG
+    if not saved_path.exists():
+        return
+    saved = read_json(saved_path)
+    for key, value in config.model_dump().items():
+        if key not in RESUMABLE_CHANGES and key in saved and saved[key] != value:
+            raise InputError(str(saved_path), key, f"--resume with {value!r}, but the run started with {saved[key]!r}")
+
+
+def load_tokenizer(model: str) -> Any:
+    from transformers import AutoTokenizer
+
+    from unscaffold.llm.tiny import resolve_model_path
+
+    path = resolve_model_path(model)
+    if path.startswith(("/", ".", "~")) and not Path(path).expanduser().is_dir():
+        raise InputError("--model", None, f"{model!r} is not a model folder (nor a hub id, nor tiny)")
+    try:
+        return AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InputError("--model", None, f"cannot load a tokenizer from {model!r}: {first}") from None
+
+
+def train_sft(data: Path, out: Path, config: TrainConfig, *, resume: bool = False,
+              progress: bool = True) -> TrainSummary:
+    """Train, write the run folder (adapter, config, log, summary, plot) and return the summary."""
+    import torch
+    from peft import LoraConfig
+    from transformers import AutoModelForCausalLM
+    from trl import SFTConfig
+
+    from unscaffold.llm.tiny import resolve_model_path
+
+    out = Path(out)
+    world_size, main = world()
+    accumulation = gradient_accumulation(config, world_size)
+    checkpoint = check_out_dir(out, resume)
+    if checkpoint is not None:
+        _check_same_run(out, config)
+    base = resolve_model_path(config.model)
+    tokenizer = load_tokenizer(config.model)
+    prepared = _prepare_with_bar(read_rows(data), tokenizer, config, show=main and progress)
+    if not prepared.samples:
+        reasons = ", ".join(f"{k}: {v}" for k, v in prepared.dropped_by_reason().items())
+        raise InputError(str(data), None, f"no trainable sample left ({reasons})"
+                         + ("; try --split-turns" if "prefix_property" in reasons else ""))
+    hardware = resolve_hardware(config)
+    if main:
+        out.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(out / CONFIG, {**config.model_dump(), "resolved": {
+            **hardware, "base_model_path": base, "world_size": world_size,
+            "gradient_accumulation_steps": accumulation}})
+        resumed_step = _truncate_log(out / LOG, checkpoint)
+    else:
+        resumed_step = None
+    targets: str | list[str] = config.target_modules
+    if targets != "all-linear":
+        targets = [t.strip() for t in targets.split(",") if t.strip()]
+    lora = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
+                      target_modules=targets, task_type="CAUSAL_LM")
+    args = SFTConfig(
+        output_dir=str(out / CHECKPOINTS),
+        num_train_epochs=config.epochs,
+        max_steps=config.max_steps or -1,
+        per_device_train_batch_size=config.per_device_batch_size,
+        gradient_accumulation_steps=accumulation,
+        learning_rate=config.learning_rate,
+        lr_scheduler_type="cosine_with_min_lr" if config.lr_scheduler == "cosine_with_min_lr" else "constant",
+        lr_scheduler_kwargs={"min_lr": config.min_lr} if config.lr_scheduler == "cosine_with_min_lr" else {},
+        warmup_steps=config.warmup_ratio,
+        weight_decay=config.weight_decay,
+        max_grad_norm=config.max_grad_norm,
+        seed=config.seed,
+        data_seed=config.seed,
+        bf16=hardware["bf16"],
+        activation_checkpointing=config.gradient_checkpointing,
+        activation_checkpointing_kwargs={"use_reentrant": False} if config.gradient_checkpointing else None,
+        padding_free=hardware["padding_free"],
+        completion_only_loss=True,
+        max_length=None,  # samples over max_length were dropped and counted above, never truncated here
+        logging_steps=config.logging_steps,
+        save_strategy="steps",
+        save_steps=config.save_steps,
+        save_total_limit=config.save_total_limit,
+        report_to=[],
+        use_cpu=hardware["device"] == "cpu",  # under accelerate launch on CPUs: gloo processes, not one
+        disable_tqdm=True,
+        dataset_num_proc=None,
+    )
+    # the model is loaded after SFTConfig exists: under DeepSpeed ZeRO-3 it is then built already partitioned
+    dtype = torch.bfloat16 if hardware["bf16"] else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype, attn_implementation=hardware["attn_implementation"])
+    trainer = _Trainer(
+        model=model, args=args, train_dataset=_dataset(prepared), processing_class=tokenizer, peft_config=lora,
+        linear_floor=config.min_lr / config.learning_rate if config.lr_scheduler == "linear_to_min_lr" else None,
+    )
+    trainer.remove_callback(PrinterCallback)  # the log goes to train_log.jsonl and the bar, not stdout
+    callbacks: list[Any] = [_LogFile(out / LOG)] if main else []
+    if main and progress:
+        callbacks.append(_ProgressBar())
+    for cb in callbacks:
+        trainer.add_callback(cb)
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
+    started = time.monotonic()
+    trainer.train(resume_from_checkpoint=checkpoint)
+    seconds = time.monotonic() - started
+    trainer.save_model(str(out))
+    summary = _summary(trainer, prepared, config, base, hardware, world_size, accumulation, seconds, resumed_step)
+    if main:
+        write_json_atomic(out / SUMMARY, summary)
+        plot_loss(out / LOG, out / PLOT)
+    return summary
+
+
+def _prepare_with_bar(rows: list[Any], tokenizer: Any, config: TrainConfig, show: bool) -> Prepared:
+    if not show:
+        return prepare(rows, tokenizer, max_length=config.max_length, split_turns=config.split_turns)
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn("rendering rows"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        job = bar.add_task("render", total=len(rows))
+        return prepare(rows, tokenizer, max_length=config.max_length, split_turns=config.split_turns,
+                       progress=lambda: bar.advance(job))
+
+
+def _dataset(prepared: Prepared) -> Any:
+    from datasets import Dataset, disable_progress_bars
+
+    disable_progress_bars()
+    return Dataset.from_dict({"input_ids": [s.input_ids for s in prepared.samples],
+                              "completion_mask": [s.completion_mask for s in prepared.samples]})
+
+
+def _truncate_log(path: Path, checkpoint: str | None) -> int | None:
+    """On resume, forget log lines past the checkpoint (they will be logged again); a fresh run starts empty."""
+    import json
+
+    if checkpoint is None:
+        path.unlink(missing_ok=True)
+        return None
+    step = int(Path(checkpoint).name.rsplit("-", 1)[1])
+    if path.exists():
+        kept = [line for line in path.read_text(encoding="utf-8").splitlines()
+                if line.strip() and json.loads(line)["step"] <= step]
+        write_text_atomic(path, "".join(line + "\n" for line in kept))
+    return step
+
+
+def _summary(trainer: Any, prepared: Prepared, config: TrainConfig, base: str, hardware: dict[str, Any],
+             world_size: int, accumulation: int, seconds: float, resumed_step: int | None) -> TrainSummary:
+    import torch
+
+    history = [h for h in trainer.state.log_history if "loss" in h]
+    if torch.cuda.is_available():
+        peak = max(torch.cuda.max_memory_allocated(d) for d in range(torch.cuda.device_count())) / 2**30
+        kind = "cuda_allocated"
+    else:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
+        kind = "cpu_rss"
+    trained = trainer.trained_tokens_total()
+    run_trained, run_input = trainer.run_trained_tokens, trainer.run_input_tokens
+    return TrainSummary(
+        base_model=base, steps=trainer.state.global_step, epochs=round(trainer.state.epoch or 0.0, 4),
+        trained_tokens=trained, tokens_per_s=run_trained / seconds if seconds else 0.0,
+        input_tokens=int(trainer._total_train_tokens), input_tokens_per_s=run_input / seconds if seconds else 0.0,
+        first_loss=history[0]["loss"] if history else None, final_loss=history[-1]["loss"] if history else None,
+        train_seconds=round(seconds, 3), peak_memory_gb=round(peak, 3), peak_memory_kind=kind,
+        world_size=world_size, gradient_accumulation_steps=accumulation, resumed_from_step=resumed_step,
+        rows=prepared.rows, rows_used=prepared.rows_used, samples=len(prepared.samples),
+        rows_dropped=prepared.dropped_by_reason(), dropped=[d.model_dump() for d in prepared.dropped[:50]],
+        hardware=hardware,
+    )
+
+
+def plot_loss(log: Path, png: Path) -> None:
+    """loss.png: training loss and learning rate per step, from train_log.jsonl."""
+    import json
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lines = [json.loads(x) for x in log.read_text(encoding="utf-8").splitlines() if x.strip()] if log.exists() else []
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
+    ax.plot([x["step"] for x in lines], [x["loss"] for x in lines], color="tab:blue", label="loss")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    lr = ax.twinx()
+    lr.plot([x["step"] for x in lines], [x.get("lr", math.nan) for x in lines], color="tab:orange", alpha=0.6)
+    lr.set_ylabel("learning rate")
+    ax.set_title("train-sft")
+    fig.tight_layout()
+    tmp = png.with_name(f".{png.name}.{os.getpid()}.tmp.png")
+    fig.savefig(tmp)
+    plt.close(fig)
+    os.replace(tmp, png)
+
+
+class _Trainer(SFTTrainer):
+    """SFTTrainer that counts trained tokens (over all processes) and can decay linearly to a floor."""
+
+    def __init__(self, *args: Any, linear_floor: float | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.linear_floor = linear_floor
+        self.run_trained_tokens = 0
+        self.run_input_tokens = 0
+        self._input_seen = 0
+
+    def compute_loss(self, model: Any, inputs: dict[str, Any], return_outputs: bool = False,
+                     num_items_in_batch: Any = None) -> Any:
+        labels = inputs.get("labels")
+        if labels is not None and model.training:
+            self.run_trained_tokens += int(self.accelerator.gather_for_metrics((labels != -100).sum()).sum().item())
+        before = self._total_train_tokens
+        result = super().compute_loss(model, inputs, return_outputs=return_outputs,
+                                      num_items_in_batch=num_items_in_batch)
+        self.run_input_tokens += self._total_train_tokens - before
+        return result
+
+    def trained_tokens_total(self) -> int:
+        """Trained tokens since the start of the run, including steps done before a resume."""
+        return self._before_resume() + self.run_trained_tokens
+
+    def _before_resume(self) -> int:
+        if not hasattr(self, "_resumed_base"):
+            earlier = [h["trained_tokens"] for h in self.state.log_history if "trained_tokens" in h]
+            self._resumed_base = int(earlier[-1]) if earlier else 0
+        return self._resumed_base
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        if "loss" in logs:
+            logs["trained_tokens"] = self.trained_tokens_total()
+        super().log(logs, start_time)
+
+    def create_scheduler(self, num_training_steps: int, optimizer: Any = None) -> Any:
+        if self.linear_floor is None or self.lr_scheduler is not None:
+            return super().create_scheduler(num_training_steps, optimizer)
+        from torch.optim.lr_scheduler import LambdaLR
+
+        warmup = self.args.get_warmup_steps(num_training_steps)
+        floor = self.linear_floor
+
+        def factor(step: int) -> float:
+            if step < warmup:
+                return step / max(1, warmup)
+            done = (step - warmup) / max(1, num_training_steps - warmup)
+            return floor + (1.0 - floor) * max(0.0, 1.0 - done)
+
+        self.lr_scheduler = LambdaLR(optimizer or self.optimizer, factor)
+        self._created_lr_scheduler = True
+        return self.lr_scheduler
+
+
+class _LogFile(TrainerCallback):
+    """One line per logged step in train_log.jsonl: step, loss, lr, trained tokens (and what else TRL logs)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **_: Any) -> None:
+        if not logs or "loss" not in logs or not state.is_world_process_zero:
+            return
+        line: dict[str, Any] = {"step": state.global_step}
+        for key in LOG_KEYS:
+            if key in logs:
+                line["lr" if key == "learning_rate" else key] = logs[key]
+        append_jsonl(self.path, line)
+
+
+class _ProgressBar(TrainerCallback):
+    """A rich progress bar over optimizer steps with the latest loss."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.bar = Progress(TextColumn("train-sft"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("loss {task.fields[loss]}"), TimeRemainingColumn(),
+                            console=Console(stderr=True))
+        self.task: Any = None
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        self.task = self.bar.add_task("train", total=state.max_steps, completed=state.global_step, loss="-")
+        self.bar.start()
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        self.bar.update(self.task, completed=state.global_step)
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **_: Any) -> None:
+        if logs and "loss" in logs and self.task is not None:
+            self.bar.update(self.task, loss=f"{logs['loss']:.4f}")
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        self.bar.stop()
+
