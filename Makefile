@@ -20,18 +20,7 @@ sysdeps:
 
 demo: $(STAMP) sysdeps
 	rm -rf $(DEMO_OUT)
-	@echo "== 1. evaluate a recorded student under the minimal harness h"
-	$(VENV)/bin/unscaffold run harbor --data examples/harbor \
-		--student replay:examples/replay/harbor_student.json --concurrency 4 --out $(DEMO_OUT)/eval
-	@echo "== 2. compile the example h* bank into the reviewer's reference K (recipes checked on examples)"
-	$(VENV)/bin/unscaffold compile-k examples/hstar/harbor_bank --out $(DEMO_OUT)/K --suite harbor --data examples/harbor
-	@echo "== 3. collect: the same student, reviewed before every step (PASS/REPLACE, budget 5)"
-	$(VENV)/bin/unscaffold run harbor --data examples/harbor \
-		--student replay:examples/replay/harbor_student.json --reviewer replay:examples/replay/harbor_reviewer.json \
-		--knowledge $(DEMO_OUT)/K --budget 5 --concurrency 4 --out $(DEMO_OUT)/collect
-	@echo "== 4. build the SFT data set from the collection, and an HTML report of it"
-	$(VENV)/bin/unscaffold build-sft $(DEMO_OUT)/collect --out $(DEMO_OUT)/sft.jsonl
-	$(VENV)/bin/unscaffold report $(DEMO_OUT)/collect
+	$(VENV)/bin/unscaffold demo --out $(DEMO_OUT)
 
 test: $(STAMP) sysdeps
 	$(PY) -m pytest -q

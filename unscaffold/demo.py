@@ -47,7 +47,9 @@ class DemoConfig(BaseModel):
     model: str = Field("tiny", description="the base model to fine-tune (`tiny`: the built-in tiny model)")
     train_tasks: list[str] | None = Field(None, description="collection tasks; None: the demo's, []: the split")
     test_tasks: list[str] | None = Field(None, description="evaluation tasks; None: the demo's, []: the split")
-    sft_steps: int = Field(40, ge=0, description="optimiser steps of the LoRA SFT (0: the recipe's epochs)")
+    sft_steps: int = Field(6, ge=0, description="optimiser steps of the LoRA SFT (0: the recipe's epochs)")
+    rescue_suite: str = Field("appworld_lite", description="suite of the rescue GRPO steps: one that ships a "
+                              "sibling pool (appworld_lite or spreadsheet)")
     rescue_steps: int = Field(2, ge=0, description="rescue GRPO steps of the tiny model (0: skip)")
     budget: int = Field(5, ge=0, description="REPLACE decisions per trial")
     concurrency: int = Field(2, ge=1)
@@ -123,10 +125,11 @@ class Demo:
         self.cli("rescue RL on paper: the simulator compares plain GRPO with sibling rescue", "rescue", "simulate",
                  "--json", stdout_to=out / "rescue_simulate.json")
         if c.rescue_steps:
-            self.cli("rescue RL for real: a few GRPO steps of the tiny model with sibling rescue", "rescue", "train",
-                     SUITE, "--model", c.model, "--max-steps", str(c.rescue_steps), "--out", str(out / "rescue"))
+            self.cli(f"rescue RL for real: a few GRPO steps with sibling rescue ({c.rescue_suite}, its shipped pool)",
+                     "rescue", "train", c.rescue_suite, "--model", c.model, "--max-steps", str(c.rescue_steps),
+                     "--k", "4", "--out", str(out / "rescue"))
         self.cli("compare the runs side by side", "compare", str(out / "base_h"), str(out / "base_hstar"),
-                 str(out / "tuned"), "--out", str(out / "compare.html"))
+                 str(out / "tuned"), "--min-eligible", "1", "--out", str(out / "compare.html"))
         self.cli("the collection's HTML report (review timelines)", "report", str(out / "collect"))
         return out
 

@@ -1,0 +1,60 @@
+"""`unscaffold demo`: the whole pipeline offline, and the recorded students it ships."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, needs_bwrap
+from tests.test_report import CHROMIUM, _dom
+
+REPLAYS = ROOT / "examples" / "replay"
+
+
+def test_shipped_demo_students_are_current(tmp_path: Path) -> None:
+    """The recorded students are generated from the suite's data: regenerate them when it changes."""
+    before = {name: (REPLAYS / name).read_text() for name in
+              ("demo_student_h.json", "demo_student_hstar.json", "demo_tasks.json")}
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "make_demo_replays.py")], check=True, cwd=ROOT,
+                   capture_output=True)
+    assert {name: (REPLAYS / name).read_text() for name in before} == before
+
+
+def test_demo_tasks_split_as_stated() -> None:
+    from unscaffold.benchmarks.retrosynthesis.suite import RetrosynthesisSuite
+
+    tasks = json.loads((REPLAYS / "demo_tasks.json").read_text())
+    suite = RetrosynthesisSuite()
+    assert {t.id for t in suite.tasks("train")} >= set(tasks["train"]) and len(tasks["train"]) == 8
+    assert {t.id for t in suite.tasks("test")} >= set(tasks["test"]) and len(tasks["test"]) == 6
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_the_demo_runs_the_whole_pipeline_offline(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    done = subprocess.run([sys.executable, "-m", "unscaffold.cli", "demo", "--out", str(out)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    pass_at_1 = {run: json.loads((out / run / "results.json").read_text())["pass_at_1"]
+                 for run in ("base_h", "base_hstar", "collect", "tuned")}
+    # the recorded students: half the test tasks wrong under h, all right under h*, all collected
+    assert (pass_at_1["base_h"], pass_at_1["base_hstar"], pass_at_1["collect"]) == (50.0, 100.0, 100.0)
+    report = json.loads((out / "sft.report.json").read_text())
+    assert (report["kept"], report["replacements_kept"]) == (8, 8)  # every trial reviewed once, and kept
+    assert json.loads((out / "adapter" / "summary.json").read_text())["steps"] == 6
+    assert (out / "adapter" / "adapter_config.json").is_file()
+    assert json.loads((out / "tuned" / "config.json").read_text())["student"] == f"hf:tiny+{out / 'adapter'}"
+    simulated = json.loads((out / "rescue_simulate.json").read_text())
+    assert {"grpo", "same_harness", "random", "rule", "adaptive"} <= set(json.dumps(simulated).split('"'))
+    assert len((out / "rescue" / "metrics.jsonl").read_text().splitlines()) == 2
+    for page in ("compare.html", "behaviors.html", "collect/report.html"):
+        assert (out / page).stat().st_size > 1000
+    assert "show that the pipeline works end to end, not a result" in " ".join(done.stdout.split())
+    if CHROMIUM:
+        dom = _dom(out / "compare.html", "", tmp_path)
+        assert "distilled + h" in dom and "base + h*" in dom
