@@ -412,7 +412,7 @@ def demo_command(
     demo.summary()
     if model == "tiny":
         Console().print(PLUMBING, style="yellow", highlight=False)
-    Console().print(REAL, highlight=False)
+    Console().print(REAL, highlight=False, soft_wrap=True)
     Console().print(f"reports: {out / 'compare.html'}  {out / 'behaviors.html'}  {out / 'collect' / 'report.html'}",
                     highlight=False)
 
