@@ -50,6 +50,23 @@ def test_validation_table_then_rank_one_routing(tmp_path: Path, write_replay) ->
     rankings = json.loads((out / "routing.json").read_text())["rankings"]
     assert rankings[test_ids[0]][:2] == ["docs-first", "base"]
 
+    # the same routing from `unscaffold run --harness route:POOL --router R`
+    via_run = tmp_path / "via-run"
+    result = runner.invoke(app, ["run", "appworld_lite", "--student", "oracle", "--harness",
+                                 "route:shipped", "--router", "rule", "--router-validation",
+                                 str(table_path), "--tasks", ",".join(test_ids), "--out", str(via_run)])
+    assert result.exit_code == 0, result.output
+    again = json.loads((via_run / "results.json").read_text())
+    assert again["harness_per_task"] == summary["harness_per_task"] and again["pass_at_1"] == 100.0
+    assert "rank-1 routing (rule router)" in result.output
+
+
+def test_a_router_without_a_route_harness_is_refused(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["run", "appworld_lite", "--student", "oracle", "--router", "rule",
+                                      "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert result.output.strip().endswith("error: --router: routing needs --harness route:POOL")
+
 
 def test_validation_refuses_test_tasks(tmp_path: Path) -> None:
     trial = tmp_path / "run" / "trials" / "x"

@@ -19,6 +19,7 @@ from unscaffold.minimal_harness.agent import AgentConfig
 from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, SandboxConfig, SandboxSettings
 
 RUN_FLAGS = ["--student", "--out", "--data", "--split", "--tasks", "--trials", "--concurrency", "--harness",
+             "--router", "--router-validation",
              "--reviewer", "--knowledge", "--budget", "--reviewer-concurrency", "--infra-retries", "--executor",
              "--sandbox",
              "--command-timeout", "--max-turns", "--max-wall", "--max-cost", "--price-in", "--price-out", "--config"]

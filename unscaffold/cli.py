@@ -44,6 +44,10 @@ def run_command(values: dict[str, Any]) -> None:
                                                        values["config_file"]))
         if config.sandbox.kind == "none":
             console.print("[yellow]warning: --sandbox none runs model commands on this machine without isolation")
+        if config.harness.startswith("route:"):
+            return print_routed(config)
+        if config.router or config.router_validation:
+            raise UnscaffoldError("--router: routing needs --harness route:POOL")
         bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                        console=console, transient=False)
         job = bar.add_task(f"{config.suite} trials", total=None)
@@ -85,6 +89,24 @@ def run_problem(results: dict) -> str | None:
     if results.get("n_trials") and outcomes.get("infra_error", 0) == results["n_trials"]:
         return results.get("infra_cause") or "every trial failed for infrastructure"
     return None
+
+
+def print_routed(config: RunConfig) -> None:
+    """Rank-1 routing: each task under the harness the router ranks first; the table says which."""
+    from unscaffold.rescue.route import run_route_spec
+
+    try:
+        summary = run_route_spec(config)
+    except UnscaffoldError as e:
+        fail(e)
+    table = Table(title=f"{config.suite}: rank-1 routing ({summary['router']} router)")
+    for name, justify in (("task", "left"), ("harness", "left"), ("reward", "right")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for tid, harness in sorted(summary["harness_per_task"].items()):
+        table.add_row(tid, harness, f"{summary['per_task'].get(tid, 0.0):.2f}")
+    Console().print(table)
+    Console().print(f"pass@1 {summary['pass_at_1']:.2f}% over {summary['n_tasks']} tasks; "
+                    f"results: {config.out / 'results.json'}", highlight=False)
 
 
 def print_summary(results: dict, out: Path) -> None:

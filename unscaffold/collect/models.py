@@ -32,8 +32,14 @@ class RunConfig(BaseModel):
                                        json_schema_extra=_flag("--tasks"))
     trials: int = Field(1, ge=1, description="Trials per task.", json_schema_extra=_flag("--trials"))
     concurrency: int = Field(1, ge=1, description="Trials at once.", json_schema_extra=_flag("--concurrency"))
-    harness: str = Field("minimal", description="minimal, hstar (the suite bank) or a bank folder.",
-                         json_schema_extra=_flag("--harness"))
+    harness: str = Field("minimal", description="minimal, hstar (the suite bank), a bank folder, or route:POOL "
+                         "(rank-1 routing: each task under the sibling --router ranks first; POOL a pool.toml, "
+                         "or `shipped` for the suite's own pool).", json_schema_extra=_flag("--harness"))
+    router: str | None = Field(None, description="With --harness route:POOL: random, rule or adaptive (default: "
+                               "rule with --router-validation, else random).", json_schema_extra=_flag("--router"))
+    router_validation: Path | None = Field(None, description="With --harness route:POOL: the validation table the "
+                                           "rule and adaptive routers read (`rescue validation` writes it).",
+                                           json_schema_extra=_flag("--router-validation"))
     reviewer: str | None = Field(None, description="Reviewer: a model spec, replay:FILE, rules, cascade:SPEC, "
                                  "passthrough. With one, the run is a collection.",
                                  json_schema_extra=_flag("--reviewer"))

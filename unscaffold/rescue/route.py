@@ -51,3 +51,22 @@ def run_routed(config: Any, pool: Pool, router: Router, progress: Any = None) ->
     write_json_atomic(config.out / "routing.json", {"router": router.name, "rankings": rankings})
     write_json_atomic(Path(config.out) / "results.json", summary)
     return summary
+
+
+ROUTE_PREFIX = "route:"
+
+
+def run_route_spec(config: Any) -> dict[str, Any]:
+    """`unscaffold run ... --harness route:POOL --router R`: the pool (a pool.toml, or `shipped` for the
+    suite's own) materialised under the run folder, the router built, then `run_routed`."""
+    from unscaffold.rescue.cli import default_router
+    from unscaffold.rescue.pool import load_pool, materialise, shipped_pool
+    from unscaffold.rescue.routers import load_router
+    from unscaffold.rescue.validation import load_table
+
+    spec = config.harness[len(ROUTE_PREFIX):]
+    pool_path = shipped_pool(config.suite) if spec in ("", "shipped") else Path(spec)
+    loaded = materialise(load_pool(pool_path), Path(config.out) / "pool")
+    table = load_table(config.router_validation) if config.router_validation else None
+    router = load_router(default_router(config.router, config.router_validation), loaded.names, table)
+    return run_routed(config, loaded, router)
