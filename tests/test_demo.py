@@ -50,7 +50,11 @@ def test_the_demo_runs_the_whole_pipeline_offline(tmp_path: Path) -> None:
     assert (out / "adapter" / "adapter_config.json").is_file()
     assert json.loads((out / "tuned" / "config.json").read_text())["student"] == f"hf:tiny+{out / 'adapter'}"
     simulated = json.loads((out / "rescue_simulate.json").read_text())
-    assert {"grpo", "same_harness", "random", "rule", "adaptive"} <= set(json.dumps(simulated).split('"'))
+    methods = simulated["methods"]
+    assert list(methods) == ["grpo", "same_harness", "random", "rule", "adaptive"]
+    assert all({"effective_group_rate", "rescue_success_rate", "extra_rollout_pct"} <= set(m) for m in methods.values())
+    assert methods["adaptive"]["effective_group_rate"] > methods["same_harness"]["effective_group_rate"] \
+        > methods["grpo"]["effective_group_rate"]  # the published ordering, with the default knobs
     assert len((out / "rescue" / "metrics.jsonl").read_text().splitlines()) == 2
     for page in ("compare.html", "behaviors.html", "collect/report.html"):
         assert (out / page).stat().st_size > 1000

@@ -16,7 +16,7 @@ from rich.table import Table
 from unscaffold.cli_options import command_from_model
 from unscaffold.collect.models import ERROR_OUTCOMES, RunConfig
 from unscaffold.errors import UnscaffoldError
-from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, SandboxKind
+from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, sandbox_kind
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console(stderr=True)
@@ -25,13 +25,6 @@ console = Console(stderr=True)
 def fail(e: Exception) -> None:
     sys.stderr.write(f"error: {e}\n")
     raise typer.Exit(2)
-
-
-def sandbox_kind(value: str) -> SandboxKind:
-    kinds = typing.get_args(SandboxKind)
-    if value not in kinds:
-        raise UnscaffoldError(f"--sandbox: unknown kind {value!r}; use {', '.join(kinds[:-1])} or {kinds[-1]}")
-    return typing.cast(SandboxKind, value)
 
 
 def run_command(values: dict[str, Any]) -> None:
@@ -372,8 +365,7 @@ def evolve_command(
     try:
         if single and pool is not None:
             raise UnscaffoldError("--single and --pool exclude each other")
-        if sandbox not in ("local", "docker", "none"):
-            raise UnscaffoldError(f"--sandbox: unknown kind {sandbox!r}; use local, docker or none")
+        sandbox_kind(sandbox)
         try:
             config = EvolveConfig(
                 suite=suite, student=student, editor=editor, analyst=analyst, base=base, out=out, data=data,

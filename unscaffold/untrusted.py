@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import stat
 from pathlib import Path, PurePosixPath
 
@@ -105,8 +106,6 @@ def copy_untrusted(root: Path, relative: str, dest: Path, max_bytes: int) -> Pat
 def clear_folder(folder: Path) -> None:
     """Remove everything inside `folder` (never following links), keeping the folder itself: it may be
     a mount point a sandbox still shows."""
-    import shutil
-
     with os.scandir(folder) as it:
         for entry in it:
             if entry.is_dir(follow_symlinks=False):

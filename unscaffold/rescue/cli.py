@@ -204,14 +204,14 @@ def route_command(
 ) -> None:
     """Rank-1 routing: each task runs under the harness the router ranks first."""
     from unscaffold.collect.models import RunConfig
+    from unscaffold.minimal_harness.sandbox.base import sandbox_kind
     from unscaffold.rescue.pool import load_pool, materialise, shipped_pool
     from unscaffold.rescue.route import run_routed
     from unscaffold.rescue.routers import load_router
     from unscaffold.rescue.validation import load_table
 
     try:
-        if sandbox not in ("local", "docker", "none"):
-            raise UnscaffoldError(f"--sandbox: unknown kind {sandbox!r}; use local, docker or none")
+        sandbox_kind(sandbox)
         loaded = materialise(load_pool(pool or shipped_pool(suite)), out / "pool")
         table = load_table(validation) if validation else None
         chooser = load_router(default_router(router, validation), loaded.names, table, seed=seed,

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from unscaffold.errors import InputError
 from unscaffold.iojson import append_jsonl, write_json_atomic
+from unscaffold.minimal_harness.sandbox.base import SandboxKind
 from unscaffold.rescue.groups import SUCCESS, GroupOutcome, effective, step_stats
 from unscaffold.rescue.objective import CORRECTION_CAP, EPS_HIGH, EPS_LOW, ObjectiveConfig
 from unscaffold.rescue.routers import ROUTERS, Router, TaskView, pick, prefers_base
@@ -50,7 +51,7 @@ class RescueTrainConfig(BaseModel):
     correction_cap: float = CORRECTION_CAP
     success: float = SUCCESS
     use_vllm: bool = Field(False, description="generate with vLLM (then q is vLLM's and the correction applies)")
-    sandbox: Literal["local", "docker", "none"] = "local"
+    sandbox: SandboxKind = "local"
     command_timeout_s: float = 60.0
     seed: int = 42
     reanchor_every: int | None = Field(None, ge=1, description="steps between re-anchorings of the router")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import resource
+import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, Protocol
@@ -14,6 +15,16 @@ from unscaffold.minimal_harness.sandbox.result import ExecResult
 __all__ = ["ExecResult", "Limits", "Mount", "Sandbox", "SandboxConfig", "SandboxKind", "SandboxSettings"]
 
 SandboxKind = Literal["local", "docker", "none"]
+
+
+def sandbox_kind(value: str) -> SandboxKind:
+    """A `--sandbox` value as the typed kind, or one line saying which kinds exist."""
+    from unscaffold.errors import UnscaffoldError
+
+    kinds = typing.get_args(SandboxKind)
+    if value not in kinds:
+        raise UnscaffoldError(f"--sandbox: unknown kind {value!r}; use {', '.join(kinds[:-1])} or {kinds[-1]}")
+    return typing.cast(SandboxKind, value)
 DEFAULT_COMMAND_TIMEOUT_S = 60.0
 DOCKER_ADVICE = "run it with `--sandbox docker` to build the task's image"  # what `local` cannot set up
 # The image the docker sandbox builds for the built-in suites when neither an image nor a build folder

@@ -343,8 +343,7 @@ class DockerSandbox:
 
     def hand_over_writable(self) -> None:
         """The workspace and writable mounts belong to the container's user."""
-        writable = [Path(self.config.workspace)] + [Path(m.source) for m in self.config.mounts if m.writable]
-        hand_over(writable, self.uid)
+        hand_over(self.config, self.uid)
 
     def close(self) -> None:
         """Remove the container (force): idempotent, and safe to call from a signal handler or atexit."""

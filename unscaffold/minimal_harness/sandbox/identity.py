@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable
 from pathlib import Path
+
+from unscaffold.minimal_harness.sandbox.base import SandboxConfig
 
 # A range far above any distribution's users; each process of the host takes its own block.
 UID_BASE = 1_610_000_000
@@ -42,11 +43,12 @@ def release_uid(uid: int | None) -> None:
             _in_use.discard(uid)
 
 
-def hand_over(paths: Iterable[Path], uid: int | None) -> None:
-    """Make host-prepared folders the sandbox user's, without following any link inside them."""
+def hand_over(config: SandboxConfig, uid: int | None) -> None:
+    """Make the workspace and writable mounts (as the host prepared them) the sandbox user's, without
+    following any link inside them."""
     if uid is None:
         return
-    for root in paths:
+    for root in [Path(config.workspace)] + [Path(m.source) for m in config.mounts if m.writable]:
         if not root.exists() or root.is_symlink():
             continue
         os.lchown(root, uid, uid)

@@ -190,8 +190,7 @@ class LocalSandbox:
     def hand_over_writable(self) -> None:
         """The workspace and writable mounts belong to the sandbox user (call again after the host adds
         files there, e.g. a verifier's tests)."""
-        writable = [Path(self.config.workspace)] + [Path(m.source) for m in self.config.mounts if m.writable]
-        hand_over(writable, self.uid)
+        hand_over(self.config, self.uid)
 
     def _start(self) -> subprocess.Popen[bytes]:
         if self._closed:
