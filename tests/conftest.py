@@ -24,6 +24,19 @@ def bwrap_usable() -> bool:
 
 
 BWRAP = bwrap_usable()
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")  # for the HTML pages' tests
+
+
+def rendered_dom(page: Path, fragment: str, tmp_path: Path) -> str:
+    result = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", f"file://{page}#{fragment}"],
+        capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-500:]
+    return result.stdout
+
+
 needs_bwrap = pytest.mark.skipif(not BWRAP, reason="bubblewrap is not installed or not usable here")
 
 

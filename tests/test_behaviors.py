@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import EXAMPLES, call, final, needs_bwrap
-from tests.test_report import CHROMIUM, _dom
+from tests.conftest import CHROMIUM, EXAMPLES, call, final, needs_bwrap, rendered_dom
 from unscaffold.behaviors.html import forest_chart
 from unscaffold.behaviors.labels import label_run
 from unscaffold.behaviors.stats import Interval, bootstrap, paired
@@ -142,7 +141,7 @@ def test_pages_render_in_headless_chromium(runs: dict[str, Path], tmp_path: Path
     distilled = relabelled(runs["tuned"], tmp_path / "distilled", "distilled")
     result = invoke("compare", runs["base_h"], runs["base_hstar"], distilled, "--min-eligible", "2", "--out", page)
     assert result.exit_code == 0, result.output
-    dom = _dom(page, "", tmp_path)
+    dom = rendered_dom(page, "", tmp_path)
     rows = re.findall(r"<tr><td>([^<]+)</td><td>(replay[^<]*)</td>", dom)  # the scores table: label, model
     assert [label for label, _ in rows] == ["base + h", "base + h*", "distilled + h"]
     assert rows[2][1] == "replay of a tuned model"  # as its model.json says

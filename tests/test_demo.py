@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, needs_bwrap
-from tests.test_report import CHROMIUM, _dom
+from tests.conftest import CHROMIUM, ROOT, needs_bwrap, rendered_dom
 
 REPLAYS = ROOT / "examples" / "replay"
 
@@ -60,5 +59,5 @@ def test_the_demo_runs_the_whole_pipeline_offline(tmp_path: Path) -> None:
         assert (out / page).stat().st_size > 1000
     assert "show that the pipeline works end to end, not a result" in " ".join(done.stdout.split())
     if CHROMIUM:
-        dom = _dom(out / "compare.html", "", tmp_path)
+        dom = rendered_dom(out / "compare.html", "", tmp_path)
         assert "distilled + h" in dom and "base + h*" in dom

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, HARBOR_EXAMPLES, HARBOR_REPLAY, needs_bwrap
+from tests.conftest import CHROMIUM, EXAMPLES, HARBOR_EXAMPLES, HARBOR_REPLAY, needs_bwrap, rendered_dom
 from unscaffold.collect.models import RunConfig
 from unscaffold.collect.report import bar_chart, write_report
 from unscaffold.collect.runner import run
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.fixture(scope="module")
@@ -48,26 +44,16 @@ def test_bar_chart_scales_to_maximum() -> None:
     assert 'width="130.0"' in svg and 'width="260.0"' in svg
 
 
-def _dom(page: Path, fragment: str, tmp_path: Path) -> str:
-    result = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", f"file://{page}#{fragment}"],
-        capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr[-500:]
-    return result.stdout
-
-
 @needs_bwrap
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed")
 def test_filters_in_headless_chromium(collected: Path, tmp_path: Path) -> None:
     page = collected / "report.html"
-    dom = _dom(page, "decision=REPLACE", tmp_path)
+    dom = rendered_dom(page, "decision=REPLACE", tmp_path)
     visible = re.findall(r'<section class="trial" data-task="([^"]+)"', dom)
     hidden = re.findall(r'<section class="trial hidden" data-task="([^"]+)"', dom)
     assert sorted(visible) == ["fix-fibonacci", "word-stats"]
     assert sorted(hidden) == ["csv-total", "hello-file"]
     assert '<span id="shown">2</span>' in dom
-    dom = _dom(page, "task=csv-total", tmp_path)
+    dom = rendered_dom(page, "task=csv-total", tmp_path)
     assert re.findall(r'<section class="trial" data-task="([^"]+)"', dom) == ["csv-total"]
     assert '<span id="shown">1</span>' in dom
