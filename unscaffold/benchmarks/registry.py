@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from pathlib import Path
 
 from unscaffold.benchmarks.base import Suite
@@ -17,6 +18,16 @@ SUITES: dict[str, str] = {
 }
 
 REAL_DATA_SUITES = ("spreadsheet", "retrosynthesis", "harbor", "appworld")
+
+
+def suite_folder(name: str) -> Path:
+    """The folder a suite's parts live in (`benchmarks/<folder>/`), found without importing its suite module."""
+    if name not in SUITES:
+        raise InputError("SUITE", None, f"unknown suite {name!r}; known: {', '.join(sorted(SUITES))}")
+    package = SUITES[name].partition(":")[0].rpartition(".")[0]
+    spec = importlib.util.find_spec(package)
+    assert spec is not None and spec.origin is not None, package
+    return Path(spec.origin).resolve().parent
 
 
 def load_suite(name: str, data: Path | None = None, split_file: Path | None = None) -> Suite:

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
+from unscaffold.benchmarks.registry import SUITES, suite_folder
 from unscaffold.errors import InputError
 from unscaffold.iojson import load_toml_model, resolve_inside
 from unscaffold.knowledge.bank import NAME, load_bank
@@ -24,7 +25,7 @@ from unscaffold.strict import Strict
 BASE = "base"  # the parent name of a sibling evolved straight from the base harness
 COMPONENT_KINDS = ("tools", "checks", "skills", "memory")
 KIND_PREFIX = {"tools": "tool", "checks": "check", "skills": "skill", "memory": "memory"}
-SHIPPED = Path(__file__).resolve().parent / "pools"
+POOL_FILE = Path("pool") / "pool.toml"  # a suite's shipped pool, inside its folder (`benchmarks/<suite>/`)
 
 
 class AddedFile(Strict):
@@ -87,9 +88,10 @@ class Pool(BaseModel):
 
 
 def shipped_pool(suite: str) -> Path:
-    path = SHIPPED / suite / "pool.toml"
-    if not path.is_file():
-        known = sorted(p.name for p in SHIPPED.iterdir() if (p / "pool.toml").is_file())
+    """The pool a built-in suite ships in its folder."""
+    path = suite_folder(suite) / POOL_FILE if suite in SUITES else None
+    if path is None or not path.is_file():
+        known = sorted(name for name in SUITES if (suite_folder(name) / POOL_FILE).is_file())
         raise InputError("--pool", None, f"no pool ships for suite {suite!r} (shipped: {', '.join(known)}); "
                          "pass --pool PATH")
     return path
