@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from typer.testing import CliRunner
 
 from tests.test_docker_sandbox import FakeClient, FakeImages, FakeNetworks
 from unscaffold.cli import app
-from unscaffold.errors import SandboxUnavailable
+from unscaffold.errors import EnvironmentBroken, SandboxUnavailable
 from unscaffold.minimal_harness.sandbox import docker_sandbox as ds
 from unscaffold.minimal_harness.sandbox import images
 from unscaffold.minimal_harness.sandbox.base import SUITES_IMAGE_DIR, SandboxConfig, SandboxSettings
@@ -76,7 +77,31 @@ def test_from_lines_read_and_substituted() -> None:
 
 def test_the_suites_libraries_are_pinned_to_this_environment() -> None:
     assert images.suite_requirements() == [f"{name}=={importlib.metadata.version(name)}"
-                                           for name in ("openpyxl", "rdkit", "numpy")]
+                                           for name in ("rdkit", "numpy", "openpyxl")]
+
+
+def test_the_suites_image_installs_what_each_suite_folder_asks_for() -> None:
+    """Each suite lists its own libraries in its folder; the shipped Dockerfile installs their union."""
+    assert images.suite_libraries() == {"rdkit": ">=2024.3", "numpy": ">=1.26", "openpyxl": ">=3.1"}
+    pip = next(line for line in (SUITES_IMAGE_DIR / "Dockerfile").read_text().splitlines()
+               if line.startswith("RUN pip install"))
+    assert sorted(re.findall(r'"([^"]+)"', pip)) == sorted(f"{name}{spec}"
+                                                          for name, spec in images.suite_libraries().items())
+
+
+def test_a_suite_requirement_that_is_not_one_names_its_file_and_line(tmp_path: Path) -> None:
+    for suite, text in (("a", "openpyxl>=3.1\n"), ("b", "# comment\nrdkit >=2024.3\n\nnot a requirement\n")):
+        (tmp_path / suite / "image").mkdir(parents=True)
+        (tmp_path / suite / "image" / "requirements.txt").write_text(text)
+    with pytest.raises(EnvironmentBroken) as err:
+        images.suite_libraries(tmp_path)
+    assert str(err.value) == (f"{tmp_path / 'b' / 'image' / 'requirements.txt'}: line 4: not a requirement "
+                              "(NAME>=VERSION): 'not a requirement'")
+    (tmp_path / "b" / "image" / "requirements.txt").write_text("openpyxl>=3.0\n")
+    with pytest.raises(EnvironmentBroken) as err:
+        images.suite_libraries(tmp_path)
+    assert str(err.value) == (f"{tmp_path / 'b' / 'image' / 'requirements.txt'}: line 1: openpyxl is also "
+                              "required as openpyxl>=3.1")
 
 
 def test_the_host_pip_index_reaches_the_build_only_over_http(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

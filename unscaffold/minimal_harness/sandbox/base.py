@@ -28,8 +28,9 @@ def sandbox_kind(value: str) -> SandboxKind:
 DEFAULT_COMMAND_TIMEOUT_S = 60.0
 DOCKER_ADVICE = "run it with `--sandbox docker` to build the task's image"  # what `local` cannot set up
 # The image the docker sandbox builds for the built-in suites when neither an image nor a build folder
-# is given: a Python with the suites' libraries (openpyxl, RDKit), as `python3` is under `local`.
-SUITES_IMAGE_DIR = Path(__file__).resolve().parent / "suites_image"
+# is given: a Python with the suites' libraries (each suite lists its own in `benchmarks/<suite>/image/`),
+# as `python3` is under `local`. One image serves every built-in suite.
+SUITES_IMAGE_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "image" / "registry"
 
 
 class Mount(BaseModel):

@@ -33,10 +33,10 @@ BASE_REPOSITORY = "unscaffold-base"
 SUITES_REPOSITORY = "unscaffold-suites"
 LABELS = {"unscaffold": "1"}
 RECIPE_VERSION = 1  # bump when the way the base is made changes, so a new tag is built
-LOCAL_SUITES_DIR = Path(__file__).resolve().parent / "suites_image_local"
-# The libraries the suites' tasks and h* tools import, with the project's own lower bounds for a host
-# environment that lacks one (pyproject.toml lists the same).
-SUITE_LIBRARIES = {"openpyxl": ">=3.1", "rdkit": ">=2024.3", "numpy": ">=1.26"}
+BENCHMARKS_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
+LOCAL_SUITES_DIR = BENCHMARKS_DIR / "image" / "local"
+SUITE_REQUIREMENTS = Path("image") / "requirements.txt"  # a suite's share of the image, inside its folder
+REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*((?:[<>=!~]=?[^,\s]+,?)*)$")
 APT_SOURCES = Path("/etc/apt")
 OS_RELEASE = Path("/etc/os-release")
 BUILD_LOG_TAIL = 6
@@ -213,10 +213,29 @@ def _import(client: Any, rootfs: Path, tag: str, recipe: BaseRecipe) -> None:
         raise SandboxUnavailable(f"docker could not import {tag}: {_one_line(RuntimeError(str(answer)))}")
 
 
+def suite_libraries(benchmarks: Path = BENCHMARKS_DIR) -> dict[str, str]:
+    """The libraries the suites' tasks and h* tools import inside the sandbox, name -> lower bound: the
+    union of each suite's `image/requirements.txt` (pip's format, one `NAME>=VERSION` a line, `#` comments)."""
+    out: dict[str, str] = {}
+    for path in sorted(benchmarks.glob(f"*/{SUITE_REQUIREMENTS}")):
+        for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            line = raw.partition("#")[0].strip()
+            if not line:
+                continue
+            match = REQUIREMENT.match(line)
+            if match is None:
+                raise EnvironmentBroken(f"{path}: line {number}: not a requirement (NAME>=VERSION): {line!r}")
+            name, spec = match.group(1).lower(), match.group(2)
+            if out.get(name, spec) != spec:
+                raise EnvironmentBroken(f"{path}: line {number}: {name} is also required as {name}{out[name]}")
+            out[name] = spec
+    return out
+
+
 def suite_requirements() -> list[str]:
     """Each suite library pinned to the version this environment has (its lower bound where absent)."""
     out = []
-    for name, spec in SUITE_LIBRARIES.items():
+    for name, spec in suite_libraries().items():
         try:
             out.append(f"{name}=={importlib.metadata.version(name)}")
         except importlib.metadata.PackageNotFoundError:
