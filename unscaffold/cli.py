@@ -242,7 +242,8 @@ def compile_k_command(
     try:
         report = compile_k(bank, out, sandbox=sandbox_kind(sandbox), verify=verify)
         if suite:
-            problems = lint_k(load_k(out), load_suite(suite, data).leak_markers())
+            with load_suite(suite, data) as loaded:
+                problems = lint_k(load_k(out), loaded.leak_markers())
             if problems:
                 raise UnscaffoldError(f"{out}: K leaks the suite's answers: {problems[0]}"
                                       + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
@@ -525,8 +526,8 @@ def split_command(
     try:
         wanted = parse_sizes(sizes)
         name = suite or guess_suite(folder)
-        loaded = load_suite(name, folder)
-        ids = [t.id for split in loaded.splits() for t in loaded.tasks(split)]
+        with load_suite(name, folder) as loaded:
+            ids = [t.id for split in loaded.splits() for t in loaded.tasks(split)]
         split_file = seeded_split(ids, wanted, seed)
     except UnscaffoldError as e:
         fail(e)

@@ -152,8 +152,10 @@ def bank_detectors(base_hstar: RunRecord, bank: Path | None = None) -> tuple[Pat
     """The detectors of the bank the base + h* run ran with (or `bank`, when given)."""
     if bank is None:
         harness = base_hstar.results.harness
-        suite_bank = load_suite(base_hstar.config.suite, base_hstar.config.data).bank_path() \
-            if harness == "hstar" else None
+        suite_bank = None
+        if harness == "hstar":
+            with load_suite(base_hstar.config.suite, base_hstar.config.data) as suite:
+                suite_bank = suite.bank_path()
         bank = bank_for_harness(harness, suite_bank)
         if not (bank / "manifest.toml").is_file():
             raise UnscaffoldError(f"{base_hstar.name}: its h* bank {str(bank)!r} (config.json harness) is not "

@@ -6,7 +6,7 @@ import contextlib
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, Field
 
@@ -37,7 +37,19 @@ class Score(BaseModel):
 
 
 class Suite(ABC):
-    """A family of tasks. Subclasses vary the data; the runner, harness and scoring flow are shared."""
+    """A family of tasks. Subclasses vary the data; the runner, harness and scoring flow are shared.
+
+    Life cycle, as the runner drives it (and every other user of a suite, through `with`):
+
+    1. `load_suite(name, data)` builds it: reads the data, nothing runs yet.
+    2. `tasks` / `named_tasks` choose the tasks; `bank_path`, `k_path` and `leak_markers` serve K.
+    3. Per trial, in this order: `prepare` (the workspace and how the sandbox shows it), `services`
+       (entered: what must run on the host while the student works and while it is scored), `opening`,
+       the episode, `score` (the sandbox still open), then `services` left, crashed or not.
+    4. `close` once the user is done with the suite, also after a failed trial or an interrupted run:
+       it releases what trials left behind (bridges, servers, worker processes). `with suite:` calls it.
+       It may be called more than once; a closed suite is not used again.
+    """
 
     name: ClassVar[str]
     openings: ClassVar[tuple[str, ...]] = ("plain",)  # how an episode may start (`--opening`); first: default
@@ -158,3 +170,13 @@ class Suite(ABC):
     def k_path(self) -> Path | None:
         """The suite's compiled K (the default `--knowledge`), if it ships one."""
         return None
+
+    def close(self) -> None:
+        """Release whatever trials left running (step 4 of the life cycle). Default: nothing to release."""
+        return None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -7,6 +7,7 @@ fails its attempts with an infrastructure error, which the runner retries elsewh
 
 from __future__ import annotations
 
+import atexit
 import logging
 import math
 import os
@@ -84,6 +85,7 @@ def _worker_state(key: str, config_json: str, shipped: list[str], bundle: list[A
             config = shipping.rebased(original, root, set(shipped))
             config = config.model_copy(update={"out": scratch, "reviewer_concurrency": None})
             suite = load_suite(config.suite, config.data, config.split_file)
+            atexit.register(suite.close)  # the worker keeps its suite for every trial it runs, then exits
             tasks = select_tasks(suite, config)
             provider = make_provider(config.student, suite, tasks)
             context = trial_context(suite, config)

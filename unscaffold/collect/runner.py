@@ -11,7 +11,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from unscaffold.benchmarks import Task, load_suite
+from unscaffold.benchmarks import Suite, Task, load_suite
 from unscaffold.collect.aggregate import aggregate
 from unscaffold.collect.executor import open_executor
 from unscaffold.collect.models import RunConfig, RunResults, TrialResult
@@ -116,7 +116,13 @@ def reconcile(plan: list[tuple[Task, str]], trials_dir: Path, events: Path) -> l
 
 def run(config: RunConfig, progress: Progress | None = None, on_start: Callable[[int, int], None] | None = None
         ) -> RunResults:
-    suite = load_suite(config.suite, config.data, config.split_file)
+    """Every pending trial of the run, then results.json; the suite is closed however the run ends."""
+    with load_suite(config.suite, config.data, config.split_file) as suite:
+        return run_suite(suite, config, progress, on_start)
+
+
+def run_suite(suite: Suite, config: RunConfig, progress: Progress | None = None,
+              on_start: Callable[[int, int], None] | None = None) -> RunResults:
     tasks = select_tasks(suite, config)
     suite.check_opening(config.opening)
     provider = make_provider(config.student, suite, tasks)

@@ -69,13 +69,13 @@ class Session:
         self.config, self.out = config, config.out
         load_bank(config.base)  # a bad base fails before anything runs
         progress("checking the base bank")
-        self.suite = load_suite(config.suite, config.data, config.split_file)
-        self.tasks = train_tasks(self.suite, config)
-        self.task_ids = [t.id for t in self.tasks]
-        config.out.mkdir(parents=True, exist_ok=True)
-        check_out_dir(config)
-        ids, gold = suite_markers(self.suite, self.tasks)
-        self.markers = Markers(task_ids=ids, gold=gold, task_files=task_file_names(self.suite, self.tasks))
+        with load_suite(config.suite, config.data, config.split_file) as suite:  # trials load their own
+            self.tasks = train_tasks(suite, config)
+            self.task_ids = [t.id for t in self.tasks]
+            config.out.mkdir(parents=True, exist_ok=True)
+            check_out_dir(config)
+            ids, gold = suite_markers(suite, self.tasks)
+            self.markers = Markers(task_ids=ids, gold=gold, task_files=task_file_names(suite, self.tasks))
         check_base(config)
         self.evaluator = Evaluator(config, progress)
         self.steps = Steps(config, self.markers, progress)

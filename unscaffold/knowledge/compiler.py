@@ -7,7 +7,7 @@ import contextlib
 import hashlib
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from importlib import resources
 from pathlib import Path
@@ -78,24 +78,27 @@ def _tree_digest(root: Path) -> dict[str, str]:
     }
 
 
-def example_workspace(bank: Bank) -> Callable[[Path], AbstractContextManager[None]]:
-    """How each example's workspace is prepared on the host: by the suite the bank names, else not at all."""
+@contextlib.contextmanager
+def example_workspace(bank: Bank) -> Iterator[Callable[[Path], AbstractContextManager[None]]]:
+    """How each example's workspace is prepared on the host: by the suite the bank names (open while the
+    examples run, closed after), else not at all."""
     name = bank.manifest.example_suite
     if name is None:
-        return lambda workspace: contextlib.nullcontext()
+        yield lambda workspace: contextlib.nullcontext()
+        return
     from unscaffold.benchmarks import SUITES, load_suite
 
     if name not in SUITES:
         raise InputError(str(bank.root / "manifest.toml"), "example_suite",
                          f"unknown suite {name!r}; known: {', '.join(sorted(SUITES))}")
-    return load_suite(name).example_workspace
+    with load_suite(name) as suite:
+        yield suite.example_workspace
 
 
 def check_recipe(bank: Bank, tool: ToolSpec, recipe: Recipe, kind: SandboxKind) -> list[RecipeCheck]:
     """Run tool and recipe on each example in fresh sandboxes; both output and files must agree."""
     checks = []
-    prepared = example_workspace(bank)
-    with tempfile.TemporaryDirectory(prefix="unscaffold-recipe-") as tmp:
+    with example_workspace(bank) as prepared, tempfile.TemporaryDirectory(prefix="unscaffold-recipe-") as tmp:
         for i, example in enumerate(tool.examples):
             outcomes = []
             for side in ("tool", "recipe"):

@@ -314,8 +314,8 @@ def validation_command(
         if stalled:  # a run that could not run says nothing of its harness: exit 1, as the run itself did
             sys.stderr.write(f"error: {stalled}\n")
             raise typer.Exit(1)
-        loaded = load_suite(suite, data, split_file)
-        tasks = [t for split in loaded.splits() for t in loaded.tasks(split)]
+        with load_suite(suite, data, split_file) as loaded:
+            tasks = [t for split in loaded.splits() for t in loaded.tasks(split)]
         table = table_from_runs(runs, {t.id: t.instruction for t in tasks}, {t.id: t.split for t in tasks})
     except UnscaffoldError as e:
         fail(e)

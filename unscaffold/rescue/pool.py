@@ -133,7 +133,8 @@ def source_bank(pool: Pool, source: str, field: str) -> Path:
     if source == "hstar":
         from unscaffold.benchmarks import load_suite
 
-        bank = load_suite(pool.spec.suite).bank_path()
+        with load_suite(pool.spec.suite) as suite:
+            bank = suite.bank_path()
         if bank is None:
             raise InputError(str(pool.path), field, f"suite {pool.spec.suite!r} ships no h* bank")
         return bank

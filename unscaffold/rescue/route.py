@@ -35,27 +35,27 @@ def run_routed(config: Any, pool: Pool, router: Router, progress: Any = None) ->
     from unscaffold.collect.runner import run as run_suite
     from unscaffold.iojson import load_model
 
-    suite = load_suite(config.suite, config.data, config.split_file)
-    tasks = select_tasks(suite, config)
-    rankings = route_tasks(router, [TaskView(task_id=t.id, text=t.instruction) for t in tasks])
-    chosen = {tid: ranking[0] for tid, ranking in rankings.items()}
-    groups: dict[str, list[str]] = defaultdict(list)
-    for tid, harness in chosen.items():
-        groups[harness].append(tid)
-    t0 = time.monotonic()
-    results: list[TrialResult] = []
-    for harness, ids in sorted(groups.items()):
-        sub = config.model_copy(update={
-            "out": config.out / "by-harness" / harness, "task_ids": ids,
-            "harness": pool.spec.base if harness == BASE else str(pool.banks[harness])})
-        run_suite(sub, progress=progress)
-        results += [load_model(p, TrialResult) for p in sorted((sub.out / "trials").glob("*/result.json"))]
-    routed = config.model_copy(update={"harness": f"route:{pool.path}"})
-    summary = aggregate(suite, routed, tasks, results, wall_time_s=time.monotonic() - t0).model_dump(mode="json")
-    summary.update(router=router.name, harness_per_task=chosen)
-    write_json_atomic(config.out / "routing.json", {"router": router.name, "rankings": rankings})
-    write_json_atomic(Path(config.out) / "results.json", summary)
-    return summary
+    with load_suite(config.suite, config.data, config.split_file) as suite:
+        tasks = select_tasks(suite, config)
+        rankings = route_tasks(router, [TaskView(task_id=t.id, text=t.instruction) for t in tasks])
+        chosen = {tid: ranking[0] for tid, ranking in rankings.items()}
+        groups: dict[str, list[str]] = defaultdict(list)
+        for tid, harness in chosen.items():
+            groups[harness].append(tid)
+        t0 = time.monotonic()
+        results: list[TrialResult] = []
+        for harness, ids in sorted(groups.items()):
+            sub = config.model_copy(update={
+                "out": config.out / "by-harness" / harness, "task_ids": ids,
+                "harness": pool.spec.base if harness == BASE else str(pool.banks[harness])})
+            run_suite(sub, progress=progress)
+            results += [load_model(p, TrialResult) for p in sorted((sub.out / "trials").glob("*/result.json"))]
+        routed = config.model_copy(update={"harness": f"route:{pool.path}"})
+        summary = aggregate(suite, routed, tasks, results, wall_time_s=time.monotonic() - t0).model_dump(mode="json")
+        summary.update(router=router.name, harness_per_task=chosen)
+        write_json_atomic(config.out / "routing.json", {"router": router.name, "rankings": rankings})
+        write_json_atomic(Path(config.out) / "results.json", summary)
+        return summary
 
 
 ROUTE_PREFIX = "route:"

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from unscaffold.benchmarks.base import Suite
 from unscaffold.benchmarks.splits import refuse_test_tasks
 from unscaffold.errors import InputError
 from unscaffold.iojson import append_jsonl, write_json_atomic
@@ -163,17 +164,24 @@ def build_router(config: RescueTrainConfig, siblings: list[str]) -> Router:
 
 
 def train(config: RescueTrainConfig, progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """Run rescue GRPO; returns the summary also written to OUT/summary.json."""
+    """Run rescue GRPO; returns the summary also written to OUT/summary.json. The suite is closed however
+    training ends."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from unscaffold.benchmarks import load_suite
+
+    check_options(config)
+    with load_suite(config.suite, config.data, config.split_file) as suite:
+        return train_on(suite, config, progress)
+
+
+def train_on(suite: Suite, config: RescueTrainConfig, progress: Callable[[dict[str, Any]], None] | None = None
+             ) -> dict[str, Any]:
     from unscaffold.knowledge.bank import load_bank
     from unscaffold.knowledge.hstar import HStarHarness, bank_for_harness
     from unscaffold.minimal_harness.harness import MinimalHarness
     from unscaffold.rescue.environment import EnvironmentContext, environment_class
     from unscaffold.rescue.pool import load_pool, materialise, shipped_pool
 
-    check_options(config)
-    suite = load_suite(config.suite, config.data, config.split_file)
     tasks = suite.tasks(config.split)
     if config.task_ids:
         unknown = sorted(set(config.task_ids) - {t.id for t in tasks})
