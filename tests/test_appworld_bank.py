@@ -17,7 +17,7 @@ from unscaffold.benchmarks import load_suite
 from unscaffold.benchmarks.appworld_lite.apis import STATE_DIR, Apis
 from unscaffold.benchmarks.appworld_lite.catalog import catalog
 from unscaffold.benchmarks.appworld_lite.server import served
-from unscaffold.benchmarks.appworld_lite.templates import heredoc
+from unscaffold.benchmarks.appworld_lite.template_kit import heredoc
 from unscaffold.benchmarks.appworld_lite.world import demo_world
 from unscaffold.collect.models import RunConfig
 from unscaffold.collect.runner import run

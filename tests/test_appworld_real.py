@@ -15,7 +15,7 @@ import pytest
 from tests.helpers import call, final, needs_bwrap
 from unscaffold.benchmarks import load_suite
 from unscaffold.benchmarks.appworld_lite.apis import STATE_DIR
-from unscaffold.benchmarks.appworld_lite.templates import heredoc
+from unscaffold.benchmarks.appworld_lite.template_kit import heredoc
 from unscaffold.benchmarks.appworld_real import bridge
 from unscaffold.benchmarks.appworld_real.suite import (
     BRIDGE,

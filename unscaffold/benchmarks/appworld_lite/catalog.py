@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from unscaffold.benchmarks.appworld_lite.prompt import task_message
-from unscaffold.benchmarks.appworld_lite.templates import TEMPLATES, Instance, Template, evaluate
+from unscaffold.benchmarks.appworld_lite.template_kit import Instance, Template, evaluate
+from unscaffold.benchmarks.appworld_lite.templates import TEMPLATES
 from unscaffold.benchmarks.appworld_lite.world import World, WorldBuilder
 
 SCENARIOS_PER_TEMPLATE = 3

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from unscaffold.benchmarks.appworld_lite import apps
-from unscaffold.benchmarks.appworld_lite.templates import Outcome, apply_effects
+from unscaffold.benchmarks.appworld_lite.template_kit import Outcome, apply_effects
 from unscaffold.benchmarks.base import Score
 
 Row = dict[str, Any]
