@@ -3,7 +3,7 @@
 Detectors are declared next to the component in the bank (`detector = {...}`) and read only the
 student's own actions, so they apply alike to runs under h (commands only) and under h* (where the
 behaviour may also be a call of the component's tool). A detector is either regular expressions over
-the actions (`commands`, ...) or a named deterministic predicate (`predicate`, see `predicates.py`)
+the actions (`commands`, ...) or a named deterministic predicate (`predicate`, see `predicate_table.py`)
 that reads what the commands did: which library call on which file, before or after which write. A
 bank tool's recipe run under h counts as that tool's call, since it runs the same script."""
 
@@ -29,7 +29,7 @@ class DetectorSpec(BaseModel):
     observations: str | None = Field(None, description="some tool result must also match this regex")
     final_answer_lacks: str | None = Field(None, description="the episode ended with an answer not matching this")
     within_turns: int | None = Field(None, ge=1, description="the episode ended with an answer by this turn")
-    predicate: str | None = Field(None, description="a predicate of unscaffold.behaviors.predicates decides what "
+    predicate: str | None = Field(None, description="a behaviour predicate (behaviors/predicate_table.py) decides what "
                                   "the actions show (instead of `commands`)")
     params: dict[str, Any] = Field(default_factory=dict, description="the predicate's parameters")
     _scripts: dict[str, list[tuple[str, set[str]]]] = PrivateAttr(default_factory=dict)
@@ -37,7 +37,7 @@ class DetectorSpec(BaseModel):
     @field_validator("predicate")
     @classmethod
     def _known(cls, value: str | None) -> str | None:
-        from unscaffold.behaviors.predicates import PREDICATES
+        from unscaffold.behaviors.predicate_table import PREDICATES
 
         if value is not None and value not in PREDICATES:
             raise ValueError(f"unknown predicate {value!r}; known: {', '.join(sorted(PREDICATES))}")
@@ -95,7 +95,8 @@ def detect(spec: DetectorSpec, traj: Trajectory, views: dict[int, Any] | None = 
         return spec.observations is None or any(
             m.role == "tool" and re.search(spec.observations, m.content) for m in seen)
     if spec.predicate:
-        from unscaffold.behaviors.predicates import PREDICATES, View
+        from unscaffold.behaviors.predicate_table import PREDICATES
+        from unscaffold.behaviors.predicates import View
         from unscaffold.behaviors.program import steps_of
 
         if spec.observations and not any(m.role == "tool" and re.search(spec.observations, m.content)

@@ -1,0 +1,188 @@
+"""The retrosynthesis bank's behaviour predicates: answer writes, parses and canonical forms, candidate
+templates, forward checks, reactant comparisons, protecting groups and stereo, found in the student's
+Python (RDKit calls) and shell steps.
+
+A bank's detector names one by `predicate = "..."`; `unscaffold.behaviors.predicate_table` collects
+every suite's."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from unscaffold.behaviors.predicates import Pos, Predicate, View, calls_of, pos, tool_steps
+from unscaffold.behaviors.pyflow import Flow
+
+ANSWER = r"(?:^|/)answer\.txt$"
+PARSE = {"MolFromSmiles", "CanonSmiles", "MolFromSmarts"}
+CANONICAL = {"MolToSmiles", "CanonSmiles"}
+TEMPLATES = {"RunReactants", "rdchiralRun", "RunReactant"}
+ELEMENTS = {"GetSymbol", "GetAtomicNum", "CalcMolFormula", "GetNumAtoms", "GetNumHeavyAtoms"}
+RINGS = {"GetRingInfo", "NumRings", "CalcNumRings", "AtomRings", "GetSSSR", "HasSubstructMatch",
+         "GetSubstructMatch", "GetSubstructMatches", "MurckoScaffold", "GetScaffoldForMol"}
+FRAGMENTS = {"GetMolFrags", "StripMol", "SaltRemover", "LargestFragmentChooser", "GetFormalCharge",
+             "FragmentParent", "ChargeParent", "Uncharger", "ChooseLargestFragment"}
+STEREO = {"FindMolChiralCenters", "AssignStereochemistry", "GetChiralTag", "FindPotentialStereo",
+          "GetStereo", "AssignStereochemistryFrom3D", "EnumerateStereoisomers"}
+PROTECTING = re.compile(r"C\(C\)\(C\)C|CC\(C\)\(C\)|\[Si\]|Si\(C\)|OCc1ccccc1|c1ccccc1CO|OCC1c2ccccc2|"
+                        r"\[CH3\]C\(\[CH3\]\)\(\[CH3\]\)")
+REJECTED = re.compile(r"SMILES Parse Error|Explicit valence|Can't kekulize|INVALID")
+
+
+def answer_writes(view: View, file: str = ANSWER) -> list[tuple[Pos, bool]]:
+    """(where, canonical?) for each write of the answer file, in order: a shell write is canonical only
+    when the segment that writes is a program making canonical SMILES; the checking tool's write is."""
+    out = []
+    for step, flows in zip(view.steps, view.flows, strict=True):
+        if step.tool == "check_reactants" and re.search(file, str(step.arguments.get("write_to", ""))):
+            out.append((pos(step), True))
+        for event in step.files:
+            if event.kind == "write" and re.search(file, event.path):
+                canonical = any(f.program.order == event.order and f.called(CANONICAL) for f in flows)
+                out.append((pos(step, order=event.order), canonical))
+        for flow in flows:
+            canonical_source = flow.calls_source(CANONICAL)
+            tainted = flow.tainted(canonical_source) if flow.tree is not None else set()
+            for node, values in flow.writes(file):
+                out.append((pos(step, flow, node), any(flow.reaches(v, canonical_source, tainted) for v in values)))
+    return sorted(out)
+
+
+def answer_parses(view: View, file: str = ANSWER) -> list[Pos]:
+    """RDKit parsing what the answer file holds (read in the program, or its text copied into it)."""
+    out = tool_steps(view, ["check_reactants"], r'"(?:from_file|write_to)": "[^"]*answer\.txt"')
+    for step, flow in view.programs():
+        if flow.tree is None:
+            if flow.called(PARSE) and re.search(file.removesuffix("$").removeprefix("(?:^|/)"), flow.program.code):
+                out.append(pos(step, flow))
+            continue
+        out += [pos(step, flow, c) for c in flow.call_on(PARSE, flow.reads_file(file))]
+    return sorted(out)
+
+
+def molecules_compared(view: View, kinds: set[str]) -> list[Pos]:
+    """A program that looks at what molecules are made of (elements, rings, fragments): a call, not an import."""
+    return calls_of(view, kinds)
+
+
+def forward_runs(view: View) -> list[Pos]:
+    """A template run forwards: reactants (two or more, or a many-to-one SMARTS) in, the product out."""
+    def forward(flow: Flow, call: ast.Call) -> bool:
+        arg = call.args[0] if call.args else None
+        if isinstance(arg, ast.Tuple | ast.List) and len(arg.elts) >= 2:
+            return True
+        smarts = [flow.value(c.args[0]) for c in flow.calls({"ReactionFromSmarts"}) if c.args]
+        return any(s and ">>" in s and "." in s.split(">>")[0] for s in smarts)
+    return calls_of(view, {"RunReactants"}, forward)
+
+
+def templates_applied(view: View) -> list[Pos]:
+    """Templates run on the product to list precursors (a forward run of reactants is not a listing)."""
+    return sorted(set(calls_of(view, TEMPLATES)) - set(forward_runs(view)))
+
+
+def p_candidates_listed(view: View, p: dict[str, Any]) -> bool:
+    return bool(tool_steps(view, ["retro_candidates"]) or templates_applied(view))
+
+
+def p_forward_checked(view: View, p: dict[str, Any]) -> bool:
+    return bool(tool_steps(view, ["forward_check"]) or forward_runs(view))
+
+
+def p_reactants_checked(view: View, p: dict[str, Any]) -> bool:
+    kinds = {"elements": ELEMENTS, "rings": RINGS, "fragments": FRAGMENTS}
+    wanted = set().union(*(kinds[k] for k in p.get("compare", ["elements", "rings", "fragments"])))
+    return bool(tool_steps(view, ["check_reactants"]) or molecules_compared(view, wanted))
+
+
+def p_answer_written(view: View, p: dict[str, Any]) -> bool:
+    return bool(answer_writes(view))
+
+
+def p_answer_canonical_last(view: View, p: dict[str, Any]) -> bool:
+    writes = answer_writes(view)
+    return bool(writes) and writes[-1][1]
+
+
+def p_answer_canonical_any(view: View, p: dict[str, Any]) -> bool:
+    return any(canonical for _, canonical in answer_writes(view))
+
+
+def p_answer_parsed_after_write(view: View, p: dict[str, Any]) -> bool:
+    writes = answer_writes(view)
+    if writes and writes[-1][1]:
+        return True
+    last = writes[-1][0] if writes else (-1, 0, 0, 0)
+    return any(c >= last for c in answer_parses(view))
+
+
+def p_write_justified(view: View, p: dict[str, Any]) -> bool:
+    writes = answer_writes(view)
+    if not writes:
+        return False
+    where = writes[-1][0]
+    if any(s.tool == "check_reactants" and pos(s) == where for s in view.steps):
+        return True
+    before = (tool_steps(view, ["retro_candidates", "forward_check", "check_reactants"]) + calls_of(view, TEMPLATES)
+              + molecules_compared(view, ELEMENTS | RINGS | FRAGMENTS))
+    return any(b < where for b in before)
+
+
+def p_bounded(view: View, p: dict[str, Any]) -> bool:
+    if any(s.bounded for s in view.steps) or calls_of(view, {"alarm", "setitimer"}):
+        return True
+    return any(any(k.arg == "timeout" for k in c.keywords) for _, f in view.programs() for c in f.calls())
+
+
+def p_recheck_after_rejection(view: View, p: dict[str, Any]) -> bool:
+    rejected = next((s.index for s in view.steps if REJECTED.search(s.observation)), None)
+    if rejected is None:
+        return False
+    later = tool_steps(view, ["check_reactants"]) + calls_of(view, PARSE)
+    return any(where[0] > rejected for where in later)
+
+
+def p_protection_queried(view: View, p: dict[str, Any]) -> bool:
+    if tool_steps(view, ["retro_candidates"], r'"reaction_type": "(?:[56]|[^"]*[Pp]rotection[^"]*)"'):
+        return True
+    for _, flow in view.programs():
+        if flow.called(TEMPLATES | {"ReactionFromSmarts"}):
+            smarts = [flow.value(c.args[0]) or "" for c in flow.calls({"ReactionFromSmarts"}) if c.args]
+            if any(PROTECTING.search(s) for s in smarts):
+                return True
+    return False
+
+
+def p_stereo_kept(view: View, p: dict[str, Any]) -> bool:
+    if tool_steps(view, ["check_reactants", "forward_check"], r'"(?:smiles|reactants)": "[^"]*@'):
+        return True
+    for step in view.steps:
+        for event in step.files:
+            if event.kind == "write" and re.search(ANSWER, event.path) and "@" in (event.content or ""):
+                return True
+    for _, flow in view.programs():
+        if flow.called(STEREO):
+            return True
+        if any(any(k.arg == "isomericSmiles" for k in c.keywords) for c in flow.calls({"MolToSmiles"})):
+            return True
+        for _, values in flow.writes(ANSWER):
+            if any("@" in (flow.value(v) or "") for v in values):
+                return True
+    return False
+
+
+PREDICATES: dict[str, Predicate] = {
+    "candidates_listed": p_candidates_listed,
+    "forward_checked": p_forward_checked,
+    "reactants_checked": p_reactants_checked,
+    "answer_written": p_answer_written,
+    "answer_canonical_last": p_answer_canonical_last,
+    "answer_canonical_any": p_answer_canonical_any,
+    "answer_parsed_after_write": p_answer_parsed_after_write,
+    "write_justified": p_write_justified,
+    "bounded": p_bounded,
+    "recheck_after_rejection": p_recheck_after_rejection,
+    "protection_queried": p_protection_queried,
+    "stereo_kept": p_stereo_kept,
+}
