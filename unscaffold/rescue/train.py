@@ -176,6 +176,7 @@ def train(config: RescueTrainConfig, progress: Callable[[dict[str, Any]], None] 
 
 def train_on(suite: Suite, config: RescueTrainConfig, progress: Callable[[dict[str, Any]], None] | None = None
              ) -> dict[str, Any]:
+    """`train` on a suite already open (its caller closes it)."""
     from unscaffold.knowledge.bank import load_bank
     from unscaffold.knowledge.hstar import HStarHarness, bank_for_harness
     from unscaffold.minimal_harness.harness import MinimalHarness
