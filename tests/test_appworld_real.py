@@ -220,6 +220,25 @@ def test_a_bridge_that_cannot_open_the_task_fails_the_trial(tmp_path: Path, appw
                                    "RuntimeError: no such task")
 
 
+@needs_bwrap
+def test_a_bridge_left_by_a_crashed_trial_stops_when_the_run_ends(tmp_path: Path, appworld_root: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  write_replay) -> None:
+    """A trial that crashes after its bridge started is never scored, so scoring never stops that bridge: the
+    runner closes the suite when the run ends, and closing stops it (not only at the process's exit)."""
+    def crash(self: AppWorldSuite, task: object, trial_dir: Path, style: str) -> None:
+        raise RuntimeError("the opening broke")
+
+    monkeypatch.setattr(AppWorldSuite, "opening", crash)
+    summary = run(RunConfig(suite="appworld", data=appworld_root, split="dev", task_ids=["aaa1111_1"],
+                            student=write_replay({"*": [final("x")]}), out=tmp_path / "run"))
+    result = json.loads((tmp_path / "run" / "trials" / "aaa1111_1" / "result.json").read_text())
+    assert summary.per_task == {"aaa1111_1": 0.0}
+    assert (result["outcome"], result["exception"]) == ("infra_error", "RuntimeError: the opening broke")
+    leftover = subprocess.run(["pgrep", "-f", f"{BRIDGE} serve"], capture_output=True, text=True).stdout.split()
+    assert leftover == []
+
+
 def live_appworld() -> tuple[Path, str] | None:
     root, python = os.environ.get("APPWORLD_ROOT"), os.environ.get("APPWORLD_PYTHON")
     if not (root and python and (Path(root) / "data" / "datasets" / "dev.txt").is_file()):
