@@ -120,19 +120,10 @@ class SandboxCgroup:
                 target.write_text(str(value))
                 self.limits.append(controller)
 
-    def attach_function(self) -> Callable[[], None]:
-        """For preexec_fn: puts the calling (child) process into every group before it execs."""
-        files = [str(g / "cgroup.procs") for g in self.groups]
-
-        def attach() -> None:
-            for path in files:
-                fd = os.open(path, os.O_WRONLY)
-                try:
-                    os.write(fd, b"0")
-                finally:
-                    os.close(fd)
-
-        return attach
+    def procs_files(self) -> list[str]:
+        """The `cgroup.procs` of every group: a process the exec wrapper writes there belongs to the
+        sandbox before it starts anything (see unscaffold.bounded)."""
+        return [str(g / "cgroup.procs") for g in self.groups]
 
     def procs(self) -> set[int]:
         """Every process in the sandbox (the groups hold the same ones; the first is read). Read after every

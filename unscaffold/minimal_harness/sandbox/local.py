@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import unscaffold
+from unscaffold.bounded import spawn
 from unscaffold.errors import SandboxUnavailable
 from unscaffold.minimal_harness.sandbox import shell_server
 from unscaffold.minimal_harness.sandbox.base import ExecResult, SandboxConfig
@@ -290,22 +291,11 @@ class LocalSandbox:
         else:  # with --disable-userns at hand, the server gives every command a pid namespace of its own
             server += ["-1"] + ([self.bwrap] if disable_userns_supported(self.bwrap) else [])
         argv = bwrap_argv(self.config, server, self.bwrap, uid=self.uid)
-        rlimits = self.config.limits.preexec()
-        attach = self.cgroup.attach_function() if self.cgroup is not None else None
-
-        def preexec() -> None:
-            if attach is not None:
-                attach()  # before exec: bubblewrap and all it starts are in the group from the first instant
-            rlimits()
-
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            preexec_fn=preexec,
-        )
+        # The wrapper joins the group before bubblewrap starts: all it starts is in the group from the first
+        # instant; and the rlimits hold for every process of the sandbox.
+        proc = spawn(argv, rlimits=self.config.limits.rlimits(),
+                     cgroup_procs=self.cgroup.procs_files() if self.cgroup is not None else (),
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self._buffer.clear()
         self._keep = None
         return proc
