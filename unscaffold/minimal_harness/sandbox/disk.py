@@ -35,13 +35,17 @@ _SBIN = "/usr/sbin:/sbin:/usr/bin:/bin"
 _PREFIX = "unscaffold-disk-"  # then the pid of the process that made it
 _TEMPLATE_PREFIX = "unscaffold-ext4-"  # the process's empty images, copied for each trial; then its pid
 _MS_NOSUID, _MS_NODEV, _MS_BIND, _MNT_DETACH = 2, 4, 4096, 2
-_LOOP_CTL_GET_FREE, _LOOP_CONFIGURE, _LO_FLAGS_AUTOCLEAR, _LOOP_MAJOR = 0x4C82, 0x4C0A, 4, 7
+_LOOP_CTL_ADD, _LOOP_CTL_GET_FREE, _LOOP_CONFIGURE, _LO_FLAGS_AUTOCLEAR, _LOOP_MAJOR = 0x4C80, 0x4C82, 0x4C0A, 4, 7
 # struct loop_config: fd, block size, struct loop_info64 (device, inode, rdevice, offset, size limit, number,
 # encryption type and key size, flags, file name, crypt name, key, init), reserved.
 _LOOP_CONFIG = struct.Struct("=II5Q4I64s64s32s2Q8Q")
 _templates: dict[tuple[int, int], Path] = {}
 _template_lock = threading.Lock()
-_loop_lock = threading.Lock()  # the kernel names the same free device to every thread that asks at once
+_loop_lock = threading.Lock()
+_loop_claimed: set[int] = set()  # loop devices a thread of this process is configuring
+# The image's unwritten inode tables are holes, which read as zeros already: no kernel thread zeroing
+# them (megabytes of writes per trial, all trials at once).
+_EXT4_OPTIONS = b"noinit_itable"
 
 
 def _tool(name: str) -> str | None:
@@ -55,8 +59,16 @@ def _run(argv: list[str]) -> bool:
         return False
 
 
+_swept: list[bool] = []
+
+
 def _sweep() -> None:
-    """Remove what a process that died mid-trial left: its filesystem's folder (and mount, if any)."""
+    """Remove what a process that died mid-trial left: its filesystem's folder (and mount, if any). Once
+    per process: what dies later is the next process's to remove, and many trials start at once."""
+    with _template_lock:
+        if _swept:
+            return
+        _swept.append(True)
     folders = [(home, prefix) for home in Path(tempfile.gettempdir()).glob("unscaffold-*-*")
                for prefix in (_PREFIX, _TEMPLATE_PREFIX) if home.name.startswith(prefix)]  # one listing
     for home, prefix in folders:
@@ -133,6 +145,26 @@ def _copy_sparse(source: Path, target: Path) -> None:
             offset = end
 
 
+def _claim_loop(ctl: int) -> int:
+    """A loop device number no other thread of this process is configuring: the kernel names the same
+    free device to every thread that asks before one of them has configured it, so a thread takes the
+    next number up instead (its device is made on demand). Configuring, the slow part, needs no lock."""
+    with _loop_lock:
+        free = number = fcntl.ioctl(ctl, _LOOP_CTL_GET_FREE)
+        while number in _loop_claimed:
+            number += 1
+        _loop_claimed.add(number)
+    if number != free:
+        with contextlib.suppress(OSError):  # EEXIST: the device is there already
+            fcntl.ioctl(ctl, _LOOP_CTL_ADD, number)
+    return number
+
+
+def _release_loop(number: int) -> None:
+    with _loop_lock:
+        _loop_claimed.discard(number)
+
+
 def _loop_mount(image: Path, target: Path) -> bool:
     """Attach `image` to a free loop device that detaches itself once unmounted, and mount it: system
     calls, not the `mount` program (a program start per trial, and it reads the whole mount table)."""
@@ -149,13 +181,14 @@ def _loop_mount(image: Path, target: Path) -> bool:
         config = _LOOP_CONFIG.pack(backing, 0, 0, 0, 0, 0, 0, 0, 0, 0, _LO_FLAGS_AUTOCLEAR,
                                    str(image).encode()[:63], b"", b"", 0, 0, *[0] * 8)
         for _ in range(64):  # another process may take the free device first
-            with _loop_lock:  # as few calls as can be: each one gives up the interpreter lock
-                number = fcntl.ioctl(ctl, _LOOP_CTL_GET_FREE)
-                device = f"/dev/loop{number}"
+            number = _claim_loop(ctl)
+            device = f"/dev/loop{number}"
+            try:
                 try:
                     loop = os.open(device, os.O_RDWR | os.O_CLOEXEC)
                 except FileNotFoundError:  # no udev here to make its node
-                    os.mknod(device, 0o660 | stat.S_IFBLK, os.makedev(_LOOP_MAJOR, number))
+                    with contextlib.suppress(FileExistsError):
+                        os.mknod(device, 0o660 | stat.S_IFBLK, os.makedev(_LOOP_MAJOR, number))
                     loop = os.open(device, os.O_RDWR | os.O_CLOEXEC)
                 try:
                     fcntl.ioctl(loop, _LOOP_CONFIGURE, config)
@@ -164,9 +197,11 @@ def _loop_mount(image: Path, target: Path) -> bool:
                     if e.errno == errno.EBUSY:
                         continue
                     return False
+            finally:
+                _release_loop(number)
             try:  # closing the device afterwards detaches it if the mount failed (autoclear)
                 return _libc().mount(device.encode(), str(target).encode(), b"ext4", _MS_NOSUID | _MS_NODEV,
-                                     None) == 0
+                                     _EXT4_OPTIONS) == 0
             finally:
                 os.close(loop)
         return False
