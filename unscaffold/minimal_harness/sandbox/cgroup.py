@@ -8,6 +8,7 @@ belongs to all of them. Groups are made below the host process's own, so a conta
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -19,8 +20,10 @@ _SETTLE_S = 5.0  # how long killed processes may take to leave the group (they a
 _POLL_S = 0.001
 
 
+@functools.cache
 def _mounts() -> tuple[Path | None, dict[str, tuple[Path, str]]]:
-    """The cgroup v2 mount point and, per v1 controller, its mount point and the mount's root."""
+    """The cgroup v2 mount point and, per v1 controller, its mount point and the mount's root. Read once
+    per process: the mount table grows with every trial's own filesystem, and cgroup mounts stay put."""
     v2: Path | None = None
     v1: dict[str, tuple[Path, str]] = {}
     try:

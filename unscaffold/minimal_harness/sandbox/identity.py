@@ -1,7 +1,7 @@
 """Who a sandbox's commands run as: never root.
 
-When the host runs as root, each live sandbox gets a user id of its own (no name, no groups, no
-capabilities) and its writable folders are handed to that id. A uid of its own is what makes the
+When the host runs as root, each live sandbox gets a user id of its own (named `sandbox` inside, no
+groups, no capabilities) and its writable folders are handed to that id. A uid of its own is what makes the
 process limit hold: the kernel counts processes per uid and ignores the limit for root altogether.
 A uid is held in a registry shared by every process of the host until its sandbox has closed and
 nothing it owned is left, so no later sandbox inherits a file or a process of an earlier one.
