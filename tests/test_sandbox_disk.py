@@ -89,21 +89,3 @@ def test_trial_disks_copy_one_image_and_mount_without_programs(tmp_path: Path, m
     mounted = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()]
     assert str(first.top) not in mounted and str(roots[0]) not in mounted and not first.home.exists()
 
-
-def test_threads_configuring_at_once_each_get_a_loop_device_of_their_own(monkeypatch) -> None:
-    """The kernel names the same free device to every thread that asks before one has configured it."""
-    added: list[int] = []
-
-    def ioctl(fd: int, request: int, arg: int = 0) -> int:
-        if request == disk._LOOP_CTL_GET_FREE:
-            return 5
-        assert request == disk._LOOP_CTL_ADD
-        added.append(arg)
-        return arg
-
-    monkeypatch.setattr(disk.fcntl, "ioctl", ioctl)
-    monkeypatch.setattr(disk, "_loop_claimed", set())
-    assert [disk._claim_loop(-1) for _ in range(3)] == [5, 6, 7]
-    assert added == [6, 7]  # made on demand; the kernel's free one exists already
-    disk._release_loop(6)
-    assert disk._claim_loop(-1) == 6

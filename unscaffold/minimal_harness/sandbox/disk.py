@@ -35,14 +35,13 @@ _SBIN = "/usr/sbin:/sbin:/usr/bin:/bin"
 _PREFIX = "unscaffold-disk-"  # then the pid of the process that made it
 _TEMPLATE_PREFIX = "unscaffold-ext4-"  # the process's empty images, copied for each trial; then its pid
 _MS_NOSUID, _MS_NODEV, _MS_BIND, _MNT_DETACH = 2, 4, 4096, 2
-_LOOP_CTL_ADD, _LOOP_CTL_GET_FREE, _LOOP_CONFIGURE, _LO_FLAGS_AUTOCLEAR, _LOOP_MAJOR = 0x4C80, 0x4C82, 0x4C0A, 4, 7
+_LOOP_CTL_GET_FREE, _LOOP_CONFIGURE, _LO_FLAGS_AUTOCLEAR, _LOOP_MAJOR = 0x4C82, 0x4C0A, 4, 7
 # struct loop_config: fd, block size, struct loop_info64 (device, inode, rdevice, offset, size limit, number,
 # encryption type and key size, flags, file name, crypt name, key, init), reserved.
 _LOOP_CONFIG = struct.Struct("=II5Q4I64s64s32s2Q8Q")
 _templates: dict[tuple[int, int], Path] = {}
 _template_lock = threading.Lock()
 _loop_lock = threading.Lock()
-_loop_claimed: set[int] = set()  # loop devices a thread of this process is configuring
 # The image's unwritten inode tables are holes, which read as zeros already: no kernel thread zeroing
 # them (megabytes of writes per trial, all trials at once).
 _EXT4_OPTIONS = b"noinit_itable"
@@ -145,29 +144,14 @@ def _copy_sparse(source: Path, target: Path) -> None:
             offset = end
 
 
-def _claim_loop(ctl: int) -> int:
-    """A loop device number no other thread of this process is configuring: the kernel names the same
-    free device to every thread that asks before one of them has configured it, so a thread takes the
-    next number up instead (its device is made on demand). Configuring, the slow part, needs no lock."""
-    with _loop_lock:
-        free = number = fcntl.ioctl(ctl, _LOOP_CTL_GET_FREE)
-        while number in _loop_claimed:
-            number += 1
-        _loop_claimed.add(number)
-    if number != free:
-        with contextlib.suppress(OSError):  # EEXIST: the device is there already
-            fcntl.ioctl(ctl, _LOOP_CTL_ADD, number)
-    return number
-
-
-def _release_loop(number: int) -> None:
-    with _loop_lock:
-        _loop_claimed.discard(number)
-
-
 def _loop_mount(image: Path, target: Path) -> bool:
     """Attach `image` to a free loop device that detaches itself once unmounted, and mount it: system
-    calls, not the `mount` program (a program start per trial, and it reads the whole mount table)."""
+    calls, not the `mount` program (a program start per trial, and it reads the whole mount table).
+
+    One trial at a time per process: the kernel names the same free device to every thread that asks
+    at once, and attaching and mounting many at once contend in the kernel with each other and with the
+    sandboxes starting meanwhile (perf/harness_overhead.py, 64 trials at once: more trials a second
+    and less CPU a trial one at a time than all together)."""
     try:
         ctl = os.open("/dev/loop-control", os.O_RDWR | os.O_CLOEXEC)
     except OSError:
@@ -180,15 +164,14 @@ def _loop_mount(image: Path, target: Path) -> bool:
     try:
         config = _LOOP_CONFIG.pack(backing, 0, 0, 0, 0, 0, 0, 0, 0, 0, _LO_FLAGS_AUTOCLEAR,
                                    str(image).encode()[:63], b"", b"", 0, 0, *[0] * 8)
-        for _ in range(64):  # another process may take the free device first
-            number = _claim_loop(ctl)
-            device = f"/dev/loop{number}"
-            try:
+        with _loop_lock:
+            for _ in range(64):  # another process may take the free device first
+                number = fcntl.ioctl(ctl, _LOOP_CTL_GET_FREE)
+                device = f"/dev/loop{number}"
                 try:
                     loop = os.open(device, os.O_RDWR | os.O_CLOEXEC)
                 except FileNotFoundError:  # no udev here to make its node
-                    with contextlib.suppress(FileExistsError):
-                        os.mknod(device, 0o660 | stat.S_IFBLK, os.makedev(_LOOP_MAJOR, number))
+                    os.mknod(device, 0o660 | stat.S_IFBLK, os.makedev(_LOOP_MAJOR, number))
                     loop = os.open(device, os.O_RDWR | os.O_CLOEXEC)
                 try:
                     fcntl.ioctl(loop, _LOOP_CONFIGURE, config)
@@ -197,13 +180,11 @@ def _loop_mount(image: Path, target: Path) -> bool:
                     if e.errno == errno.EBUSY:
                         continue
                     return False
-            finally:
-                _release_loop(number)
-            try:  # closing the device afterwards detaches it if the mount failed (autoclear)
-                return _libc().mount(device.encode(), str(target).encode(), b"ext4", _MS_NOSUID | _MS_NODEV,
-                                     _EXT4_OPTIONS) == 0
-            finally:
-                os.close(loop)
+                try:  # closing the device afterwards detaches it if the mount failed (autoclear)
+                    return _libc().mount(device.encode(), str(target).encode(), b"ext4", _MS_NOSUID | _MS_NODEV,
+                                         _EXT4_OPTIONS) == 0
+                finally:
+                    os.close(loop)
         return False
     except OSError:
         return False
