@@ -88,4 +88,3 @@ def test_trial_disks_copy_one_image_and_mount_without_programs(tmp_path: Path, m
         second.close()
     mounted = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()]
     assert str(first.top) not in mounted and str(roots[0]) not in mounted and not first.home.exists()
-
