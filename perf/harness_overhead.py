@@ -4,10 +4,13 @@
    saved) against a bare `subprocess.run(["bash", "-c", "true"])`, the two alternating. Target: <= 1.2.
    Then where a step's time goes beyond the bash process (each part timed alone, medians in ms): the
    sandbox's round trip and the command inside it, the cgroup sweep, the trajectory save, the workspace
-   watchdog (over 2,000 files) and the observation; and CPU per command (getrusage of this process and
-   its children, plus the sandbox's own cgroup where the host keeps one) against bare bash's.
-2. Concurrency: throughput of 64 concurrent trials against 1, with a replay student that takes 200 ms
-   per response (a stand-in for a model server). Target: speed-up >= 40.
+   watchdog (over 2,000 files) and the observation, and how often the trajectory is written; and CPU per
+   command (getrusage of this process and its children, plus the sandbox's own cgroup where the host
+   keeps one) against bare bash's (bash and this process starting and reaping it). On a shared machine
+   the CPU ratio is the steadier figure.
+2. Concurrency: a trial's sandbox from nothing to its first answer and back (filesystem, cgroup, uid,
+   server), one alone and 64 at once; then throughput of 64 concurrent trials against 1, with a replay
+   student that takes 200 ms per response (a stand-in for a model server). Target: speed-up >= 40.
 
 Run: `.venv/bin/python perf/harness_overhead.py [--episodes N] [--trials N] [--concurrency N] [--sandbox local|none]
 [--json]`."""
@@ -21,6 +24,7 @@ import resource
 import statistics
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -49,6 +53,14 @@ def step_overhead(work: Path, episodes: int, kind: str, turns: int = 40) -> dict
     sandbox.execute("true")  # start-up is a per-trial cost, not a per-step one
     samples: list[float] = []
     bare: list[float] = []
+    writes = [0]
+    save = Trajectory.save
+
+    def counted(self: Trajectory, path: Path) -> None:
+        writes[0] += 1
+        save(self, path)
+
+    Trajectory.save = counted  # type: ignore[method-assign]
     for episode in range(episodes):
         traj = Trajectory(trial_id=f"e{episode}", task_id="perf", suite="perf", student="replay", tools=[EXECUTE_TOOL])
         traj.messages = [Message(role="system", content=system_prompt()), Message(role="user", content="perf")]
@@ -61,12 +73,16 @@ def step_overhead(work: Path, episodes: int, kind: str, turns: int = 40) -> dict
             t = time.perf_counter()
             agent.step()
             samples.append(time.perf_counter() - t)
+        assert agent.writer is not None
+        agent.writer.close()
+    Trajectory.save = save  # type: ignore[method-assign]
     sandbox.close()
     if disk is not None:
         disk.close()
     bare_ms = statistics.median(bare) * 1000
     harness = statistics.median(samples) * 1000
-    return {"bare_ms": round(bare_ms, 3), "step_ms": round(harness, 3), "ratio": round(harness / bare_ms, 3)}
+    return {"bare_ms": round(bare_ms, 3), "step_ms": round(harness, 3), "ratio": round(harness / bare_ms, 3),
+            f"trajectory_writes_per_{turns}_steps": round(writes[0] / episodes, 1)}
 
 
 def _median_ms(fn: Callable[[], object], n: int) -> float:
@@ -132,12 +148,50 @@ def step_breakdown(work: Path, kind: str, samples: int, turns: int = 40) -> dict
     sandbox.close()
     if disk is not None:
         disk.close()
-    children = _cpu_s(resource.RUSAGE_CHILDREN)
-    for _ in range(samples):
+    host, children = _cpu_s(resource.RUSAGE_SELF), _cpu_s(resource.RUSAGE_CHILDREN)
+    for _ in range(samples):  # bash's CPU and this process's to start and reap it, as for the sandbox
         subprocess.run(["bash", "-c", "true"])
-    out["cpu_bare_ms_per_command"] = round((_cpu_s(resource.RUSAGE_CHILDREN) - children) / samples * 1000, 4)
+    out["cpu_bare_ms_per_command"] = round((_cpu_s(resource.RUSAGE_SELF) - host + _cpu_s(resource.RUSAGE_CHILDREN)
+                                            - children) / samples * 1000, 4)
     total = out["cpu_host_ms_per_command"] + (out["cpu_sandbox_ms_per_command"] or 0.0)
     out["cpu_ratio"] = round(total / out["cpu_bare_ms_per_command"], 3) if out["cpu_bare_ms_per_command"] else None
+    return out
+
+
+def start_cost(work: Path, n: int, kind: str) -> dict[str, float]:
+    """A trial's sandbox from nothing to its first answer and back (its own filesystem, cgroup, uid and
+    server), for `n` trials at once: wall time for all, and CPU per trial (this process and its children)."""
+    configs = [SandboxConfig(kind=kind, workspace=work / f"start-{n}-{i}" / "ws") for i in range(n)]
+    parts: dict[str, list[float]] = {"disk_open": [], "sandbox_open": [], "first_answer": [], "sandbox_close": [],
+                                     "disk_close": []}
+
+    def one(config: SandboxConfig) -> None:
+        t0 = time.perf_counter()
+        disk = open_trial_disk(config)
+        t1 = time.perf_counter()
+        sandbox = open_sandbox(config)
+        t2 = time.perf_counter()
+        sandbox.execute("true")
+        t3 = time.perf_counter()
+        sandbox.close()
+        t4 = time.perf_counter()
+        if disk is not None:
+            disk.close()
+        t5 = time.perf_counter()
+        for key, value in zip(parts, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4), strict=True):
+            parts[key].append(value)
+
+    cpu = _cpu_s(resource.RUSAGE_SELF) + _cpu_s(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    threads = [threading.Thread(target=one, args=(c,)) for c in configs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    out = {"wall_s": round(time.perf_counter() - t, 3),
+           "cpu_ms_per_trial": round((_cpu_s(resource.RUSAGE_SELF) + _cpu_s(resource.RUSAGE_CHILDREN) - cpu) / n * 1000,
+                                     1)}
+    out.update({f"{key}_ms": round(statistics.median(v) * 1000, 1) for key, v in parts.items()})
     return out
 
 
@@ -184,6 +238,8 @@ def main() -> None:
         work = Path(tmp)
         overhead = step_overhead(work, args.episodes, args.sandbox)
         breakdown = step_breakdown(work, args.sandbox, args.samples)
+        start_1 = start_cost(work, 1, args.sandbox)
+        start_n = start_cost(work, args.concurrency, args.sandbox)
         cpu = _cpu_s(resource.RUSAGE_SELF) + _cpu_s(resource.RUSAGE_CHILDREN)
         one = throughput(work, args.serial_trials, 1, args.latency, args.sandbox)
         cpu_one = (_cpu_s(resource.RUSAGE_SELF) + _cpu_s(resource.RUSAGE_CHILDREN) - cpu) / args.serial_trials
@@ -199,15 +255,21 @@ def main() -> None:
                        "latency_s": args.latency, "trials_per_s_1": round(one, 3), f"trials_per_s_{n}": round(many, 3),
                        f"speedup_{n}": round(many / one, 2), "cpu_ms_per_trial_1": round(cpu_one * 1000, 1),
                        f"cpu_ms_per_trial_{n}": round(cpu_many * 1000, 1)},
+        "sandbox_start": {"1": start_1, str(n): start_n},
         "targets": {"step_ratio_max": 1.2, f"speedup_{n}_min": 40.0 if n == 64 else None},
     }
     if args.json:
         print(json.dumps(report, indent=2))
         return
     print(f"per-step: h {overhead['step_ms']:.2f} ms vs bare bash {overhead['bare_ms']:.2f} ms -> "
-          f"ratio {overhead['ratio']:.2f} (target <= 1.2)")
+          f"ratio {overhead['ratio']:.2f} (target <= 1.2); CPU ratio {breakdown['cpu_ratio']}; "
+          f"{overhead['trajectory_writes_per_40_steps']:g} trajectory writes per 40 steps")
     print("  where a step goes (medians, ms; CPU per command, ms): " + ", ".join(
         f"{k} {v:g}" for k, v in breakdown.items() if v is not None))
+    for label, cost in (("1", start_1), (str(n), start_n)):
+        print(f"  sandbox start to first answer and back, {label} at once: {cost['wall_s']:.2f} s wall, "
+              f"{cost['cpu_ms_per_trial']:.1f} ms CPU per trial; medians (ms): " + ", ".join(
+                  f"{k[:-3]} {v:g}" for k, v in cost.items() if k.endswith("_ms")))
     t = report["throughput"]
     print(f"throughput: {t[f'trials_per_s_{n}']:.2f} trials/s at {n}-way vs {t['trials_per_s_1']:.2f} at 1-way -> "
           f"speed-up {t[f'speedup_{n}']:.2f}x" + (" (target >= 40)" if n == 64 else ""))

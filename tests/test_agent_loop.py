@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import call, final
+from tests.helpers import call, eventually, final
 from unscaffold.llm.registry import load_provider
 from unscaffold.llm.types import AssistantResponse, Message, ToolCall, Usage
 from unscaffold.minimal_harness.agent import Agent, AgentConfig
@@ -192,3 +192,23 @@ def test_trajectory_writer_surfaces_write_errors(tmp_path: Path) -> None:
     writer.submit(Trajectory(trial_id="t", task_id="t", suite="unit", student="s", tools=[]))
     with pytest.raises(NotADirectoryError):
         writer.close()
+
+
+def test_trajectory_writer_writes_at_most_once_an_interval_and_last_on_close(tmp_path: Path, monkeypatch) -> None:
+    from unscaffold.minimal_harness.trajectory import TrajectoryWriter
+
+    written: list[int] = []
+    save = Trajectory.save
+    monkeypatch.setattr(Trajectory, "save", lambda self, path: (written.append(len(self.messages)), save(self, path)))
+    monkeypatch.setattr(TrajectoryWriter, "interval_s", 60.0)
+    traj = Trajectory(trial_id="t", task_id="t", suite="unit", student="s", tools=[])
+    writer = TrajectoryWriter(tmp_path / "trajectory.json")
+    traj.messages.append(Message(role="user", content="0"))
+    writer.submit(traj)
+    assert eventually(lambda: written == [1])  # the first snapshot is written at once
+    for i in range(1, 50):
+        traj.messages.append(Message(role="user", content=str(i)))
+        writer.submit(traj)
+    writer.close()
+    assert written == [1, 50]
+    assert len(Trajectory.load(tmp_path / "trajectory.json").messages) == 50

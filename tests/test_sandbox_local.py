@@ -183,3 +183,12 @@ def test_a_dead_process_copy_of_the_shell_server_is_removed_and_a_live_one_kept(
         (folder / "unscaffold").mkdir(parents=True)
     assert remove_stale_server_copies(tmp_path) == [dead]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a uid of its own is given as root")
+def test_the_sandbox_user_has_a_name_in_read_only_user_files(box) -> None:
+    """Programs look their user up on start: a uid the files name is found there, not by every name service."""
+    uid = box.execute("id -u").output.strip()
+    r = box.execute("whoami; tail -n 1 /etc/passwd; echo x >> /etc/passwd")
+    assert r.output.splitlines()[:2] == ["sandbox", f"sandbox:x:{uid}:{uid}::/tmp:/bin/bash"]
+    assert r.exit_code == 1 and box.execute("tail -n 1 /etc/group").output == f"sandbox:x:{uid}:\n"

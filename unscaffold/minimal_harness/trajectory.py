@@ -70,8 +70,13 @@ class TrajectoryWriter:
     """Saves a trajectory after every step without putting the write on the step's critical path.
 
     `submit` takes a snapshot (new lists of the append-only messages and steps) and a writer thread
-    writes the newest one atomically; a snapshot not yet written is replaced by a newer one. `close`
-    writes the last snapshot before returning, so the file on disk always ends complete and current."""
+    writes the newest one atomically; a snapshot not yet written is replaced by a newer one. Writes are
+    at least `interval_s` apart: each rewrites the whole file, so one per step would cost a trial of
+    n steps O(n^2) serialising (an unfinished trial is run again from its start, so nothing relies on
+    the file being current mid-trial). `close` writes the last snapshot before returning, so the file
+    on disk always ends complete and current."""
+
+    interval_s = 1.0
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -114,3 +119,5 @@ class TrajectoryWriter:
             except BaseException as e:  # surfaced to the agent on its next submit or close
                 with self._cond:
                     self._error = e
+            with self._cond:  # then wait out the interval, unless the trial ends first
+                self._cond.wait_for(lambda: self._closed, timeout=self.interval_s)

@@ -16,8 +16,8 @@ from pathlib import Path
 from unscaffold.benchmarks.base import Score, Suite, Task
 from unscaffold.benchmarks.retrosynthesis.chem import RDKIT_VERSION, score_answer
 from unscaffold.benchmarks.retrosynthesis.data import BUILTIN, Reaction, load_reactions
+from unscaffold.bounded import LimitExceeded, call_bounded, preload
 from unscaffold.errors import InputError
-from unscaffold.isolated import IsolatedFailure, preload, run_isolated
 from unscaffold.minimal_harness.sandbox.base import Sandbox, SandboxConfig, SandboxKind
 from unscaffold.minimal_harness.trajectory import Trajectory
 from unscaffold.untrusted import REFUSED, UntrustedFileError, read_untrusted_text
@@ -121,9 +121,9 @@ class RetrosynthesisSuite(Suite):
                 return Score(reward=0.0, reason=str(e), details={**details, REFUSED: str(e)})
         preload("unscaffold.benchmarks.retrosynthesis.chem")
         try:
-            score = run_isolated(score_answer, text, self.reaction(task).gold, timeout_s=SCORE_TIMEOUT_S,
+            score = call_bounded(score_answer, text, self.reaction(task).gold, timeout_s=SCORE_TIMEOUT_S,
                                  what="RDKit scoring of answer.txt")
-        except IsolatedFailure as e:
+        except LimitExceeded as e:
             return Score(reward=0.0, reason=str(e), details=details, outcome="verifier_error")
         score.details.update(details)
         return score

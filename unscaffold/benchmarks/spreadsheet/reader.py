@@ -1,4 +1,4 @@
-"""The cells of `answer_position` in one workbook, read in a child process (see bounded.py).
+"""The cells of `answer_position` in one workbook, read in a child process (see unscaffold.bounded).
 
     python -I .../spreadsheet/reader.py read|formulas   (JSON requests in, one answer line each out)
 

@@ -5,8 +5,8 @@ reads the values it caches. Here too, where LibreOffice is installed: a workbook
 converted by LibreOffice headless, then read. Without LibreOffice (or when it fails) the values the
 file already caches are used, and only formula cells without one are computed by the `formulas`
 engine; a cached value is never dropped because an engine failed. Reading, conversion and the engine
-each run in a child process under a time and memory limit (bounded.py) and every result says which
-engine produced it, with a note for each fallback taken.
+each run in a child process under a time and memory limit (unscaffold.bounded) and every result says
+which engine produced it, with a note for each fallback taken.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from unscaffold.benchmarks.spreadsheet.bounded import (
+from unscaffold.benchmarks.spreadsheet.ranges import column_letters, quote_sheet
+from unscaffold.benchmarks.spreadsheet.reader import decode
+from unscaffold.bounded import (
     STDERR_TAIL,
     Deadline,
     Finished,
@@ -35,8 +37,6 @@ from unscaffold.benchmarks.spreadsheet.bounded import (
     raise_for_death,
     run_bounded,
 )
-from unscaffold.benchmarks.spreadsheet.ranges import column_letters, quote_sheet
-from unscaffold.benchmarks.spreadsheet.reader import decode
 from unscaffold.untrusted import size_text
 
 EngineChoice = Literal["auto", "libreoffice", "formulas"]

@@ -23,7 +23,6 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from unscaffold.benchmarks.base import Score
-from unscaffold.benchmarks.spreadsheet.bounded import Deadline, LimitExceeded
 from unscaffold.benchmarks.spreadsheet.intake import Refused
 from unscaffold.benchmarks.spreadsheet.ranges import CellRange, column_letters, quote_sheet
 from unscaffold.benchmarks.spreadsheet.recalc import (
@@ -37,6 +36,7 @@ from unscaffold.benchmarks.spreadsheet.recalc import (
     load_values,
 )
 from unscaffold.benchmarks.spreadsheet.values import same_value, show
+from unscaffold.bounded import Deadline, LimitExceeded
 from unscaffold.outcomes import Outcome
 from unscaffold.untrusted import REFUSED
 

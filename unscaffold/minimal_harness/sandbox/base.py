@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import resource
 import typing
-from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field, field_validator
 
+from unscaffold.bounded import capped
 from unscaffold.minimal_harness.sandbox.result import ExecResult
 
 __all__ = ["ExecResult", "Limits", "Mount", "Sandbox", "SandboxConfig", "SandboxKind", "SandboxSettings"]
@@ -57,25 +57,12 @@ class Limits(BaseModel):
                                  "filesystem of its own, the size of that filesystem with the writable mounts)")
     workspace_entries: int = Field(200_000, description="files and folders in the workspace, same check")
 
-    def effective(self) -> dict[int, int]:
-        """rlimit resource -> value, each capped by the host's current hard limit."""
+    def rlimits(self) -> dict[int, tuple[int, int]]:
+        """rlimit resource -> (soft, hard) for the exec wrapper that starts a sandbox's processes, each
+        capped by the host's current hard limit."""
         wanted = {resource.RLIMIT_AS: self.memory_bytes, resource.RLIMIT_NPROC: self.processes,
                   resource.RLIMIT_FSIZE: self.file_size_bytes}
-        out = {}
-        for res, value in wanted.items():
-            hard = resource.getrlimit(res)[1]
-            out[res] = value if hard == resource.RLIM_INFINITY else min(value, hard)
-        return out
-
-    def preexec(self) -> Callable[[], None]:
-        """A function for Popen's preexec_fn that applies these limits in the child."""
-        limits = self.effective()  # computed here: the child should only call setrlimit
-
-        def apply() -> None:
-            for res, value in limits.items():
-                resource.setrlimit(res, (value, value))
-
-        return apply
+        return {res: capped(res, value) for res, value in wanted.items()}
 
 
 class SandboxSettings(BaseModel):

@@ -8,6 +8,7 @@ belongs to all of them. Groups are made below the host process's own, so a conta
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -19,8 +20,10 @@ _SETTLE_S = 5.0  # how long killed processes may take to leave the group (they a
 _POLL_S = 0.001
 
 
+@functools.cache
 def _mounts() -> tuple[Path | None, dict[str, tuple[Path, str]]]:
-    """The cgroup v2 mount point and, per v1 controller, its mount point and the mount's root."""
+    """The cgroup v2 mount point and, per v1 controller, its mount point and the mount's root. Read once
+    per process: the mount table grows with every trial's own filesystem, and cgroup mounts stay put."""
     v2: Path | None = None
     v1: dict[str, tuple[Path, str]] = {}
     try:
@@ -120,19 +123,10 @@ class SandboxCgroup:
                 target.write_text(str(value))
                 self.limits.append(controller)
 
-    def attach_function(self) -> Callable[[], None]:
-        """For preexec_fn: puts the calling (child) process into every group before it execs."""
-        files = [str(g / "cgroup.procs") for g in self.groups]
-
-        def attach() -> None:
-            for path in files:
-                fd = os.open(path, os.O_WRONLY)
-                try:
-                    os.write(fd, b"0")
-                finally:
-                    os.close(fd)
-
-        return attach
+    def procs_files(self) -> list[str]:
+        """The `cgroup.procs` of every group: a process the exec wrapper writes there belongs to the
+        sandbox before it starts anything (see unscaffold.bounded)."""
+        return [str(g / "cgroup.procs") for g in self.groups]
 
     def procs(self) -> set[int]:
         """Every process in the sandbox (the groups hold the same ones; the first is read). Read after every

@@ -18,11 +18,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 import unscaffold
+from unscaffold.bounded import spawn
 from unscaffold.errors import SandboxUnavailable
 from unscaffold.minimal_harness.sandbox import shell_server
 from unscaffold.minimal_harness.sandbox.base import ExecResult, SandboxConfig
 from unscaffold.minimal_harness.sandbox.cgroup import SandboxCgroup
-from unscaffold.minimal_harness.sandbox.identity import allocate_uid, hand_back, hand_over, release_uid
+from unscaffold.minimal_harness.sandbox.identity import (
+    allocate_uid,
+    hand_back,
+    hand_over,
+    identity_pipes,
+    release_uid,
+)
 from unscaffold.minimal_harness.sandbox.shell_server import READY, inner_argv
 from unscaffold.minimal_harness.sandbox.stream import TIMEOUT_EXIT_CODE, timeout_note
 
@@ -170,12 +177,14 @@ def server_dir() -> str:
         return _server_dir
 
 
-def bwrap_argv(config: SandboxConfig, inner: list[str], bwrap: str = "bwrap", uid: int | None = None) -> list[str]:
+def bwrap_argv(config: SandboxConfig, inner: list[str], bwrap: str = "bwrap", uid: int | None = None,
+               files: dict[str, int] | None = None) -> list[str]:
     """The bubblewrap command line that runs `inner`. The root is a fresh tmpfs with the host's runtime
     folders bound read-only, so the workspace can appear at any path (e.g. Harbor's /app).
 
     As root (`uid` given) bubblewrap keeps only the two capabilities the server needs to become `uid`,
-    which it does before it serves anything; otherwise a user namespace with no capabilities."""
+    which it does before it serves anything; otherwise a user namespace with no capabilities. `files`: read-only
+    files shown over the runtime's (path inside -> a file descriptor holding the content)."""
     argv = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     if uid is None:  # the server makes a user and pid namespace per command, and no command may make more
         argv += ["--unshare-user", "--cap-drop", "ALL"]
@@ -189,6 +198,8 @@ def bwrap_argv(config: SandboxConfig, inner: list[str], bwrap: str = "bwrap", ui
             argv += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             argv += ["--ro-bind", path, path]
+    for target, fd in (files or {}).items():
+        argv += ["--perms", "0644", "--ro-bind-data", str(fd), target]
     limits = config.limits
     argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
              "--size", str(limits.var_bytes), "--tmpfs", "/run", "--size", str(limits.var_bytes), "--tmpfs", "/var",
@@ -289,23 +300,18 @@ class LocalSandbox:
             server += [str(self.uid), self.bwrap]
         else:  # with --disable-userns at hand, the server gives every command a pid namespace of its own
             server += ["-1"] + ([self.bwrap] if disable_userns_supported(self.bwrap) else [])
-        argv = bwrap_argv(self.config, server, self.bwrap, uid=self.uid)
-        rlimits = self.config.limits.preexec()
-        attach = self.cgroup.attach_function() if self.cgroup is not None else None
-
-        def preexec() -> None:
-            if attach is not None:
-                attach()  # before exec: bubblewrap and all it starts are in the group from the first instant
-            rlimits()
-
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            preexec_fn=preexec,
-        )
+        files = identity_pipes(self.uid) if self.uid is not None else {}
+        argv = bwrap_argv(self.config, server, self.bwrap, uid=self.uid, files=files)
+        # The wrapper joins the group before bubblewrap starts: all it starts is in the group from the first
+        # instant; and the rlimits hold for every process of the sandbox.
+        try:
+            proc = spawn(argv, rlimits=self.config.limits.rlimits(),
+                         cgroup_procs=self.cgroup.procs_files() if self.cgroup is not None else (),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         pass_fds=tuple(files.values()))
+        finally:
+            for fd in files.values():
+                os.close(fd)
         self._buffer.clear()
         self._keep = None
         return proc

@@ -28,7 +28,7 @@ class UnisolatedSandbox:
             timeout_s=timeout_s or self.config.timeout_s,
             cwd=str(self.config.workspace),
             env=env,
-            preexec=self.config.limits.preexec(),
+            rlimits=self.config.limits.rlimits(),
         )
 
     def hand_over_writable(self) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Callable
 
+from unscaffold.bounded import spawn
 from unscaffold.minimal_harness.sandbox.result import ExecResult
 from unscaffold.minimal_harness.sandbox.stream import kill_group, watch
 
@@ -19,20 +19,12 @@ def run_argv(
     timeout_s: float,
     cwd: str | None = None,
     env: dict[str, str] | None = None,
-    preexec: Callable[[], None] | None = None,
+    rlimits: dict[int, tuple[int, int]] | None = None,
 ) -> ExecResult:
     """Stream merged stdout/stderr into a bounded collector until exit or the deadline."""
     start = time.monotonic()
-    proc = subprocess.Popen(
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        cwd=cwd,
-        env=env,
-        start_new_session=True,
-        preexec_fn=preexec,
-    )
+    proc = spawn(argv, rlimits=rlimits, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                 cwd=cwd, env=env)
     assert proc.stdout is not None
     try:
         result = watch(proc.pid, proc.stdout.fileno(), proc.poll, start=start, timeout_s=timeout_s)

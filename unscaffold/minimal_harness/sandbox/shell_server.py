@@ -55,7 +55,21 @@ def command_namespace_argv(bwrap: str) -> list[str]:
             "--proc", "/proc", "--die-with-parent", "--"]
 
 
-def run_command(command: str, timeout_s: float, wrap: list[str] | None = None):  # -> ExecResult (lazy import)
+def resolve(name: str) -> str:
+    """`name` as the absolute path PATH finds it at, looked up once per trial rather than by every spawn
+    (each folder before the right one costs a failed exec); `name` itself if PATH has none."""
+    if "/" in name:
+        return name
+    for folder in os.environ.get("PATH", "").split(":"):
+        path = os.path.join(folder or ".", name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return name
+
+
+def run_command(command: str, timeout_s: float, wrap: list[str] | None = None,
+                program: str | None = None):  # -> ExecResult (lazy import)
+    """`bash -c command` (behind `wrap`); `program`: the first word's absolute path, from `resolve`."""
     from unscaffold.minimal_harness.sandbox.stream import watch
 
     start = time.monotonic()
@@ -65,8 +79,9 @@ def run_command(command: str, timeout_s: float, wrap: list[str] | None = None): 
                (os.POSIX_SPAWN_DUP2, write_end, 2)]
     try:
         argv = [*(wrap or []), "bash", "-c", command]
-        pid = os.posix_spawnp(argv[0], argv, os.environ, file_actions=actions, setsid=True,
-                              setsigdef=RESTORED_SIGNALS)
+        spawn = os.posix_spawn if program and program.startswith("/") else os.posix_spawnp
+        pid = spawn(program or argv[0], argv, os.environ, file_actions=actions, setsid=True,
+                    setsigdef=RESTORED_SIGNALS)
     finally:
         os.close(write_end)
         os.close(null)
@@ -122,13 +137,14 @@ def serve(cwd: str, wrap: list[str] | None = None) -> None:
         raise SystemExit(3)
     check_unprivileged()
     os.chdir(cwd)
+    program = resolve((wrap or ["bash"])[0])  # the runtime folders are read-only: it stays where it is
     requests, answers = sys.stdin.buffer, sys.stdout.buffer
     answers.write(READY)
     answers.flush()
     while header := requests.readline():
         timeout, size = header.split()
         command = requests.read(int(size)).decode("utf-8", errors="replace")
-        result = run_command(command, float(timeout), wrap)
+        result = run_command(command, float(timeout), wrap, program)
         kill_others()
         data = result.output.encode("utf-8", errors="replace")
         answers.write(f"{result.exit_code} {int(result.timed_out)} {result.elided_chars} {result.duration_s:.6f} "
