@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from unscaffold.cli_exit import exit_on_problem, fail
-from unscaffold.cli_options import command_from_model
+from unscaffold.cli_options import argument, command_from_model, switch
 from unscaffold.collect.models import RunConfig
 from unscaffold.collect.preflight import NO_PREFLIGHT_HELP
 from unscaffold.errors import UnscaffoldError
@@ -29,14 +29,11 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console(stderr=True)
 
 
-def run_command(values: dict[str, Any]) -> None:
+def run_command(config: RunConfig, values: dict[str, Any]) -> None:
     """Run trials of a suite; without a reviewer this is an evaluation."""
-    from unscaffold.cli_options import build_settings
     from unscaffold.collect.runner import run as run_suite
 
     try:
-        config = typing.cast(RunConfig, build_settings(RunConfig, values["ctx"], values, {"suite": values["suite"]},
-                                                       values["config_file"]))
         if config.sandbox.kind == "none":
             console.print("[yellow]warning: --sandbox none runs model commands on this machine without isolation")
         if not values["no_preflight"]:
@@ -67,12 +64,9 @@ def run_command(values: dict[str, Any]) -> None:
 
 
 # `unscaffold run`: every option is a RunConfig field (flag, help and default declared there once).
-app.command("run")(command_from_model(RunConfig, [
-    inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context),
-    inspect.Parameter("suite", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[
-        str, typer.Argument(help=RunConfig.model_fields["suite"].description)]),
-    inspect.Parameter("no_preflight", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=Annotated[
-        bool, typer.Option("--no-preflight", help=NO_PREFLIGHT_HELP)]),
+app.command("run")(command_from_model(RunConfig, "run", [
+    argument("suite", str, RunConfig.model_fields["suite"].description or ""),
+    switch("no_preflight", "--no-preflight", NO_PREFLIGHT_HELP),
 ], run_command))
 
 
