@@ -3,9 +3,7 @@ SFT) and compare it with sibling-harness rescue RL (Harness-S), from the first t
 
 from __future__ import annotations
 
-import inspect
 import sys
-import typing
 from pathlib import Path
 from typing import Annotated, Any
 

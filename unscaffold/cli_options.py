@@ -12,7 +12,6 @@ and `show_default: false` (a default that says nothing useful, such as a path on
 from __future__ import annotations
 
 import inspect
-import tomllib
 import types
 import typing
 from collections.abc import Callable
@@ -26,10 +25,10 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from unscaffold.cli_exit import fail
+from unscaffold.config_file import read_config_file, unknown_key
 from unscaffold.errors import InputError, UnscaffoldError
 
 CONFIG_FLAG = "--config"
-CONFIG_FORMATS = {".toml": "TOML", ".yaml": "YAML", ".yml": "YAML"}
 SETTINGS_MODEL = "settings_model"  # the attribute naming a generated command's model (tests walk the app by it)
 
 
@@ -102,60 +101,6 @@ def _set(tree: dict[str, Any], path: str, value: Any) -> None:
         tree[key] = node = dict(node) if isinstance(node, dict) else {}
         tree = node
     tree[leaf] = value
-
-
-def _underscored(tree: Any) -> Any:
-    """Keys as the model names them: a file may write `lora-r` for `lora_r`."""
-    if isinstance(tree, dict):
-        return {str(k).replace("-", "_"): _underscored(v) for k, v in tree.items()}
-    return tree
-
-
-def read_config_file(path: Path, section: str | None = None) -> dict[str, Any]:
-    """The settings in a TOML (`.toml`) or YAML (`.yaml`, `.yml`) file; a table named `section` (the
-    command, e.g. `train_sft`) is read instead of the whole file where there is one."""
-    path = Path(path)
-    kind = CONFIG_FORMATS.get(path.suffix)
-    if kind is None:
-        raise InputError(str(path), None, "a config file ends in .toml, .yaml or .yml")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(str(path), None, "file not found") from None
-    except (UnicodeDecodeError, IsADirectoryError) as e:
-        raise InputError(str(path), None, f"unreadable: {e}") from None
-    try:
-        if kind == "TOML":
-            data: Any = tomllib.loads(text)
-        else:
-            import yaml
-
-            data = yaml.safe_load(text)
-            data = {} if data is None else data
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(str(path), None, f"invalid TOML: {e}") from None
-    except Exception as e:  # yaml.YAMLError; its message spans lines
-        raise InputError(str(path), None, f"invalid YAML: {' '.join(str(e).split())}") from None
-    if isinstance(data, dict) and section and isinstance(data.get(section), dict):
-        data = data[section]
-    if not isinstance(data, dict):
-        raise InputError(str(path), None, "expected a table of settings")
-    return typing.cast(dict[str, Any], _underscored(data))
-
-
-def unknown_key(model: type[BaseModel], tree: dict[str, Any], prefix: str = "") -> str | None:
-    """The first key of a config file the model has no field for (a typo), as a dotted path. A nested
-    model's settings may also sit flat at the top, as earlier config.json files wrote them."""
-    nested = {name: m for name, f in model.model_fields.items() if (m := _nested_model(f)) is not None}
-    flat = {k for m in nested.values() for k in m.model_fields} if not prefix else set()
-    for key, value in tree.items():
-        if key in nested and isinstance(value, dict):
-            found = unknown_key(nested[key], value, f"{prefix}{key}.")
-            if found:
-                return found
-        elif key not in model.model_fields and key not in flat:
-            return f"{prefix}{key}"
-    return None
 
 
 def build_settings(model: type[BaseModel], ctx: click.Context, given: dict[str, Any], fixed: dict[str, Any],
@@ -243,3 +188,9 @@ def switch(name: str, flag: str, help: str) -> inspect.Parameter:
     """An on/off option of a generated command that is not a setting (e.g. `--no-preflight`)."""
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=False,
                              annotation=Annotated[bool, typer.Option(flag, help=help)])
+
+
+def option(name: str, kind: Any, help: str, default: Any = inspect.Parameter.empty) -> inspect.Parameter:
+    """An option of a generated command that is not a setting (e.g. where a run writes)."""
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                             annotation=Annotated[kind, typer.Option(help=help)])
