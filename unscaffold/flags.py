@@ -39,3 +39,4 @@ SplitFile = Annotated[Path | None, Field(
     "or the text form (see splits/README.md); test ids are refused where tasks feed training, evolution or a "
     "router.", json_schema_extra=flag("--split-file"))]
 Concurrency = Annotated[int, Field(ge=1, description="Trials at once.", json_schema_extra=flag("--concurrency"))]
+Trials = Annotated[int, Field(ge=1, description="Trials per task.", json_schema_extra=flag("--trials"))]

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from unscaffold.flags import Concurrency, DataFolder, SplitFile, TaskIds, flag
+from unscaffold.flags import Concurrency, DataFolder, SplitFile, TaskIds, Trials, flag
 from unscaffold.llm.types import Usage
 from unscaffold.minimal_harness.agent import AgentConfig
 from unscaffold.minimal_harness.sandbox.base import SandboxSettings
@@ -29,7 +29,7 @@ class RunConfig(BaseModel):
     split: str | None = Field(None, description="train or test.", json_schema_extra=flag("--split"))
     split_file: SplitFile = None
     task_ids: TaskIds = None
-    trials: int = Field(1, ge=1, description="Trials per task.", json_schema_extra=flag("--trials"))
+    trials: Trials = 1
     concurrency: Concurrency = 1
     harness: str = Field("minimal", description="minimal, hstar (the suite bank), a bank folder, or route:POOL "
                          "(rank-1 routing: each task under the sibling --router ranks first; POOL a pool.toml, "

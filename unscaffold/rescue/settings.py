@@ -1,0 +1,63 @@
+"""The settings `rescue train` and `rescue route` share (a pool, a router and what it reads), each declared
+once, and the settings of `rescue route` and `rescue validation`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+
+from unscaffold.flags import Concurrency, DataFolder, SplitFile, TaskIds, Trials, flag
+from unscaffold.minimal_harness.sandbox.base import SandboxChoice
+
+PoolFile = Annotated[Path | None, Field(description="pool.toml (default: the suite's shipped pool).",
+                                        json_schema_extra=flag("--pool"))]
+ValidationTable = Annotated[Path | None, Field(description="Validation table JSON (rule, adaptive).",
+                                               json_schema_extra=flag("--validation"))]
+Profilers = Annotated[list[str], Field(default_factory=list, description="Model spec writing adaptive profiles "
+                                       "(repeat).", json_schema_extra=flag("--profiler", repeat=True))]
+Voters = Annotated[list[str], Field(default_factory=list, description="Model spec voting (repeat; default: the "
+                                    "profilers).", json_schema_extra=flag("--voter", repeat=True))]
+
+
+def default_router(router: str | None, validation: Path | None) -> str:
+    """The validation-rule router where validation runs exist (the public default), else random."""
+    return router or ("rule" if validation else "random")
+
+
+class RouteConfig(BaseModel):
+    """Everything `unscaffold rescue route` is told; each task runs as in `unscaffold run`, under the harness
+    the router ranks first."""
+
+    suite: str = Field(description="Suite to run.")
+    student: str = Field(description="Model spec or `oracle`.", json_schema_extra=flag("--student"))
+    out: Path = Field(description="Run folder: results.json, routing.json, by-harness/NAME runs.",
+                      json_schema_extra=flag("--out"))
+    pool: PoolFile = None
+    router: str | None = Field(None, description="random, rule, adaptive, or the router.json a `rescue train` left "
+                               "(the trained router) (default: rule with --validation, else random).",
+                               json_schema_extra=flag("--router"))
+    validation: ValidationTable = None
+    profilers: Profilers
+    voters: Voters
+    split: str | None = Field(None, description="train or test.", json_schema_extra=flag("--split"))
+    data: DataFolder = None
+    split_file: SplitFile = None
+    task_ids: TaskIds = None
+    trials: Trials = 1
+    concurrency: Concurrency = 1
+    sandbox: SandboxChoice = "local"
+    seed: int = Field(0, description="Seed of the random router.", json_schema_extra=flag("--seed"))
+
+
+class ValidationRuns(BaseModel):
+    """Everything `unscaffold rescue validation` is told: which run holds each harness's validation trials."""
+
+    suite: str = Field(description="The suite the runs are of.")
+    runs: list[str] = Field(description="HARNESS=RUN_DIR: a run of the validation tasks under `base` or a sibling "
+                            "(repeat the option).", json_schema_extra=flag("--run", repeat=True))
+    out: Path = Field(description="Validation table JSON to write (--validation of train and route).",
+                      json_schema_extra=flag("--out"))
+    data: DataFolder = None
+    split_file: SplitFile = None
