@@ -17,6 +17,7 @@ from unscaffold.cli_options import argument, command_from_model, switch
 from unscaffold.collect.models import RunConfig
 from unscaffold.collect.preflight import NO_PREFLIGHT_HELP
 from unscaffold.errors import UnscaffoldError
+from unscaffold.evolve.config import EvolveConfig
 from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, sandbox_kind
 from unscaffold.outcomes import ERROR_OUTCOMES
 from unscaffold.rescue.cli import rescue_app
@@ -431,72 +432,31 @@ app.add_typer(rescue_app, name="rescue")
 # ---- harness evolution ----------------------------------------------------------------------------------
 
 
-@app.command("evolve")
-def evolve_command(
-    suite: Annotated[str, typer.Argument(help="Suite name.")],
-    student: Annotated[str, typer.Option(help="Model spec of the student.")],
-    editor: Annotated[str, typer.Option(help="Model spec (or replay:FILE) that edits the bank.")],
-    base: Annotated[Path, typer.Option(help="The h* bank to start from.")],
-    out: Annotated[Path, typer.Option(help="Evolution folder (re-running resumes it).")],
-    analyst: Annotated[str | None, typer.Option(help="Model spec that groups failures (default: --editor).")] = None,
-    rounds: Annotated[int, typer.Option(min=1, help="Rounds of failure analysis.")] = 3,
-    single: Annotated[bool, typer.Option("--single", help="One shared h* (the default).")] = False,
-    pool: Annotated[int | None, typer.Option(min=1, help="Evolve a sibling pool of at most N children.")] = None,
-    parents: Annotated[int, typer.Option(min=1, help="--pool: parents expanded per round.")] = 2,
-    data: Annotated[Path | None, typer.Option(help="Real data for the suite.")] = None,
-    split: Annotated[str, typer.Option(help="The split evolution learns from (test tasks are never read).")] = "train",
-    split_file: Annotated[Path | None, typer.Option(help="Real data's splits (JSON or text; see splits/README.md).")]
-    = None,
-    protocol: Annotated[str, typer.Option(help="--single: gated (an edit stays only if it repairs more than it "
-                                          "breaks) or paper (the recipe: previous failures only, no gate).")]
-    = "gated",
-    tasks: Annotated[str | None, typer.Option(help="Comma-separated ids: a subset of the split.")] = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="Trials at once.")] = 1,
-    sandbox: Annotated[str, typer.Option(help="local (bubblewrap), docker, or none (no isolation).")] = "local",
-    max_turns: Annotated[int, typer.Option(min=1)] = 40,
-    command_timeout: Annotated[float, typer.Option(help="Seconds per command.")] = DEFAULT_COMMAND_TIMEOUT_S,
-    max_calls: Annotated[int | None, typer.Option(min=1, help="Budget: model calls (all roles).")] = None,
-    max_tokens: Annotated[int | None, typer.Option(min=1, help="Budget: tokens (all roles).")] = None,
-    max_usd: Annotated[float | None, typer.Option(help="Budget: USD, priced with --price-in/--price-out.")] = None,
-    price_in: Annotated[float, typer.Option(help="USD per million input tokens.")] = 0.0,
-    price_out: Annotated[float, typer.Option(help="USD per million output tokens.")] = 0.0,
-    no_preflight: Annotated[bool, typer.Option("--no-preflight", help=NO_PREFLIGHT_HELP)] = False,
-) -> None:
+def evolve_command(config: EvolveConfig, values: dict[str, Any]) -> None:
     """Evolve an h* bank from failures on the train split: one shared h* or a frozen sibling pool."""
-    from pydantic import ValidationError
-
-    from unscaffold.evolve.budget import Budget
-    from unscaffold.evolve.config import EvolveConfig
     from unscaffold.evolve.run import evolve
     from unscaffold.evolve.tables import print_report
-    from unscaffold.iojson import validation_error
 
     try:
-        if single and pool is not None:
+        if config.single and config.pool is not None:
             raise UnscaffoldError("--single and --pool exclude each other")
-        sandbox_kind(sandbox)
-        try:
-            config = EvolveConfig(
-                suite=suite, student=student, editor=editor, analyst=analyst, base=base, out=out, data=data,
-                mode="pool" if pool is not None else "single", rounds=rounds, pool_size=pool or 8, parents=parents,
-                split=split, split_file=split_file, protocol=protocol,
-                task_ids=[t for t in tasks.split(",") if t] if tasks else None, concurrency=concurrency,
-                sandbox=sandbox, max_turns=max_turns, command_timeout_s=command_timeout,
-                budget=Budget(max_calls=max_calls, max_tokens=max_tokens, max_usd=max_usd, price_in_per_mtok=price_in,
-                              price_out_per_mtok=price_out),
-            )
-        except ValidationError as e:
-            raise validation_error("evolve", e) from None
-        if not no_preflight:
+        if not values["no_preflight"]:
             from unscaffold.collect.preflight import check_models
 
-            check_models([("--student", student), ("--editor", editor), ("--analyst", analyst)], sandbox)
+            check_models([("--student", config.student), ("--editor", config.editor),
+                          ("--analyst", config.analyst)], config.sandbox)
         with console.status("evolving (run folders and exchanges under --out)") as status:
             report = evolve(config, lambda step: status.update(f"evolving: {step}"))
     except UnscaffoldError as e:
         fail(e)
     print_report(report, Console())
-    Console().print(f"rounds: {out / 'rounds.json'}", highlight=False)
+    Console().print(f"rounds: {config.out / 'rounds.json'}", highlight=False)
+
+
+app.command("evolve")(command_from_model(EvolveConfig, "evolve", [
+    argument("suite", str, EvolveConfig.model_fields["suite"].description or ""),
+    switch("no_preflight", "--no-preflight", NO_PREFLIGHT_HELP),
+], evolve_command))
 
 
 @app.command("split")
