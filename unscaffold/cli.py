@@ -16,6 +16,7 @@ from unscaffold.cli_exit import exit_on_problem, fail
 from unscaffold.cli_options import argument, command_from_model, switch
 from unscaffold.collect.models import RunConfig
 from unscaffold.collect.preflight import NO_PREFLIGHT_HELP
+from unscaffold.demo import DemoConfig
 from unscaffold.errors import UnscaffoldError
 from unscaffold.evolve.config import EvolveConfig
 from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, sandbox_kind
@@ -490,46 +491,21 @@ def split_command(
 # ---- the whole pipeline, offline -------------------------------------------------------------------------
 
 
-@app.command("demo")
-def demo_command(
-    out: Annotated[Path, typer.Option(help="Folder for every run, data set, adapter and report.")] = Path("runs/demo"),
-    student: Annotated[str | None, typer.Option(help="Base student under h (default: the shipped replay).")] = None,
-    hstar_student: Annotated[str | None, typer.Option(help="Base student under h* (default: the shipped "
-                                                      "replay).")] = None,
-    reviewer: Annotated[str | None, typer.Option(help="Reviewer of the collection (default: the shipped "
-                                                 "recorded reviewer).")] = None,
-    model: Annotated[str, typer.Option(help="Base model to fine-tune: `tiny-wide` (the built-in tiny model "
-                                       "initialised for learning) or a path / hub id.")] = "tiny-wide",
-    train_tasks: Annotated[str | None, typer.Option(help="Collection task ids, comma-separated ('' = the train "
-                                                    "split; default: the demo's).")] = None,
-    test_tasks: Annotated[str | None, typer.Option(help="Evaluation task ids ('' = the test split).")] = None,
-    sft_steps: Annotated[int, typer.Option(min=0, help="LoRA SFT steps (0: the recipe's 2 epochs).")] = 400,
-    rescue_steps: Annotated[int, typer.Option(min=0, help="Rescue GRPO steps of the model (0: skip).")] = 2,
-    no_preflight: Annotated[bool, typer.Option("--no-preflight", help=NO_PREFLIGHT_HELP)] = False,
-) -> None:
+def demo_command(config: DemoConfig, values: dict[str, Any]) -> None:
     """The whole pipeline offline: K, evaluations under h and h*, reviewed collection, SFT, tuned evaluation,
     behaviour recovery, rescue RL, comparison and reports."""
-    from unscaffold.demo import PLUMBING, REAL, TINY, Demo, DemoConfig
+    from unscaffold.demo import PLUMBING, REAL, TINY, Demo
 
-    def ids(text: str | None) -> list[str] | None:
-        return None if text is None else [t for t in text.split(",") if t]
-
-    defaults = DemoConfig()
-    config = DemoConfig(out=out, student=student or defaults.student, hstar_student=hstar_student or
-                        defaults.hstar_student, reviewer=reviewer or defaults.reviewer, model=model,
-                        train_tasks=ids(train_tasks), test_tasks=ids(test_tasks), sft_steps=sft_steps,
-                        rescue_steps=rescue_steps)
-    shipped = student is None and hstar_student is None and model == TINY
-    if shipped:
+    if config.shipped():
         console.print("Using the shipped recorded students and reviewer (examples/replay/demo_*.json) and the "
                       "built-in tiny model: offline, a few minutes on two cores.", highlight=False)
-    if not no_preflight:
+    if not values["no_preflight"]:
         from unscaffold.collect.preflight import check_models, check_training
 
         try:
             check_models([("--student", config.student), ("--hstar-student", config.hstar_student),
                           ("--reviewer", config.reviewer)], "local")
-            check_training(model)
+            check_training(config.model)
         except UnscaffoldError as e:
             fail(e)
     demo = Demo(config, console=Console())
@@ -539,12 +515,18 @@ def demo_command(
         demo.summary()
         fail(e)
     demo.summary()
-    if model == TINY:
+    if config.model == TINY:
         demo.settings()
         Console().print(PLUMBING, style="yellow", highlight=False)
     Console().print(REAL, highlight=False, soft_wrap=True)
+    out = config.out
     Console().print(f"reports: {out / 'compare.html'}  {out / 'behaviors.html'}  {out / 'collect' / 'report.html'}",
                     highlight=False)
+
+
+app.command("demo")(command_from_model(DemoConfig, "demo", [
+    switch("no_preflight", "--no-preflight", NO_PREFLIGHT_HELP),
+], demo_command))
 
 
 def main() -> None:
