@@ -124,7 +124,9 @@ def build_settings(model: type[BaseModel], ctx: click.Context, given: dict[str, 
         return model.model_validate(data)
     except ValidationError as e:
         error = e.errors()[0]
-        path = ".".join(str(part) for part in error["loc"])
+        loc = [str(part) for part in error["loc"]]
+        paths = [".".join(loc[:n]) for n in range(len(loc), 0, -1)]  # `bf16.bool`: a union member of bf16
+        path = next((p for p in paths if p in from_flags or p in _paths(from_file)), ".".join(loc))
         if path in from_flags:
             where = from_flags[path]
         elif config_file and path in _paths(from_file):
