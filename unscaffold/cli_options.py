@@ -186,6 +186,11 @@ def argument(name: str, kind: Any, help: str, default: Any = inspect.Parameter.e
                              annotation=Annotated[kind, typer.Argument(help=help)])
 
 
+def setting_argument(model: type[BaseModel], name: str, kind: Any) -> inspect.Parameter:
+    """A positional argument that is the setting `name` of `model`, helped by the field's description."""
+    return argument(name, kind, model.model_fields[name].description or "")
+
+
 def switch(name: str, flag: str, help: str) -> inspect.Parameter:
     """An on/off option of a generated command that is not a setting (e.g. `--no-preflight`)."""
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=False,

@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from unscaffold.cli_exit import exit_on_problem, fail
-from unscaffold.cli_options import argument, command_from_model, switch
+from unscaffold.cli_options import command_from_model, setting_argument, switch
 from unscaffold.errors import UnscaffoldError
-from unscaffold.rescue.settings import RouteConfig, ValidationRuns
+from unscaffold.rescue.settings import PoolSettings, RouteConfig, SimulateSettings, ValidationRuns
 from unscaffold.rescue.train import RescueTrainConfig
 
 rescue_app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -32,34 +32,14 @@ PUBLISHED_NOTE = (
     "rule against adaptive, and any gain in base success, follow from them.")
 
 
-@rescue_app.command("simulate")
-def simulate_command(
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON on stdout.")] = False,
-    out: Annotated[Path | None, typer.Option(help="Folder for simulation.json and simulation.html.")] = None,
-    locality: Annotated[float, typer.Option(min=0, max=1, help="How task-specific siblings' effects are.")] = 0.8,
-    complementarity: Annotated[float, typer.Option(min=0, max=1, help="How different the causes siblings "
-                                                   "repair are.")] = 0.8,
-    nonstationarity: Annotated[float, typer.Option(min=0, help="Drift of sibling effects per step.")] = 0.15,
-    improvement: Annotated[float, typer.Option(min=0, help="Logit gained by a task per effective group.")] = 0.25,
-    transfer: Annotated[float, typer.Option(min=0, max=1, help="Share of what a rescue group under siblings "
-                                            "teaches that carries back to the base harness.")] = 0.5,
-    rule_precision: Annotated[float, typer.Option(min=0, max=1, help="Input: share of the rule router's nearest "
-                                                  "validation tasks sharing the task's cause.")] = 0.6,
-    adaptive_precision: Annotated[float, typer.Option(min=0, max=1, help="Input: the same for each adaptive "
-                                                      "voter.")] = 0.85,
-    steps: Annotated[int, typer.Option(min=1)] = 20,
-    repeats: Annotated[int, typer.Option(min=1, help="Worlds averaged per figure.")] = 4,
-) -> None:
+def simulate_command(s: SimulateSettings, values: dict[str, Any]) -> None:
     """Compare grpo, same_harness, random, rule and adaptive rescue on synthetic success probabilities."""
     from unscaffold.iojson import write_json_atomic
     from unscaffold.rescue.plot import write_simulation_plot
-    from unscaffold.rescue.simulate import Knobs, run_simulation
+    from unscaffold.rescue.simulate import run_simulation
 
-    knobs = Knobs(locality=locality, complementarity=complementarity, nonstationarity=nonstationarity,
-                  improvement=improvement, transfer=transfer, rule_precision=rule_precision,
-                  adaptive_precision=adaptive_precision, steps=steps, repeats=repeats)
-    result = run_simulation(knobs, seed=seed)
+    seed, as_json, out = s.seed, s.as_json, s.out
+    result = run_simulation(s.knobs, seed=seed)
     data = result.model_dump(mode="json")
     if out is not None:
         write_json_atomic(out / "simulation.json", data)
@@ -90,14 +70,14 @@ def simulate_command(
                     + (f"; written to {out}" if out else ""), highlight=False)
 
 
-@rescue_app.command("pool")
-def pool_command(
-    pool: Annotated[Path, typer.Argument(help="A pool.toml, or a suite name for its shipped pool.")],
-    out: Annotated[Path, typer.Option(help="Folder to write each sibling's bank into.")],
-) -> None:
+rescue_app.command("simulate")(command_from_model(SimulateSettings, "rescue simulate", [], simulate_command))
+
+
+def pool_command(s: PoolSettings, values: dict[str, Any]) -> None:
     """Write a pool's siblings as bank folders (each runs under `unscaffold run --harness PATH`)."""
     from unscaffold.rescue.pool import load_pool, materialise, shipped_pool
 
+    pool, out = s.pool, s.out
     try:
         path = pool if pool.suffix == ".toml" else shipped_pool(str(pool))
         loaded = materialise(load_pool(path), out)
@@ -109,6 +89,10 @@ def pool_command(
     for s in loaded.spec.siblings:
         table.add_row(s.name, s.parent, ", ".join(s.repairs), str(loaded.banks[s.name]))
     Console().print(table)
+
+
+rescue_app.command("pool")(command_from_model(PoolSettings, "rescue pool", [
+    setting_argument(PoolSettings, "pool", Path)], pool_command))
 
 
 def train_command(config: RescueTrainConfig, values: dict[str, Any]) -> None:
@@ -156,7 +140,7 @@ def train_command(config: RescueTrainConfig, values: dict[str, Any]) -> None:
 
 
 rescue_app.command("train")(command_from_model(RescueTrainConfig, "rescue train", [
-    argument("suite", str, RescueTrainConfig.model_fields["suite"].description or ""),
+    setting_argument(RescueTrainConfig, "suite", str),
     switch("no_preflight", "--no-preflight", NO_PREFLIGHT_HELP),
 ], train_command))
 
@@ -201,7 +185,7 @@ def route_command(config: RouteConfig, values: dict[str, Any]) -> None:
 
 
 rescue_app.command("route")(command_from_model(RouteConfig, "rescue route", [
-    argument("suite", str, RouteConfig.model_fields["suite"].description or ""),
+    setting_argument(RouteConfig, "suite", str),
     switch("no_preflight", "--no-preflight", NO_PREFLIGHT_HELP),
 ], route_command))
 
@@ -249,5 +233,5 @@ def validation_command(config: ValidationRuns, values: dict[str, Any]) -> None:
 
 
 rescue_app.command("validation")(command_from_model(ValidationRuns, "rescue validation", [
-    argument("suite", str, ValidationRuns.model_fields["suite"].description or ""),
+    setting_argument(ValidationRuns, "suite", str),
 ], validation_command))

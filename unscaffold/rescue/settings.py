@@ -1,5 +1,5 @@
 """The settings `rescue train` and `rescue route` share (a pool, a router and what it reads), each declared
-once, and the settings of `rescue route` and `rescue validation`."""
+once, and the settings of each `rescue` command."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from unscaffold.flags import Concurrency, DataFolder, SplitFile, TaskIds, Trials, flag
 from unscaffold.minimal_harness.sandbox.base import SandboxChoice
+from unscaffold.rescue.simulate import Knobs
 
 PoolFile = Annotated[Path | None, Field(description="pool.toml (default: the suite's shipped pool).",
                                         json_schema_extra=flag("--pool"))]
@@ -61,3 +62,20 @@ class ValidationRuns(BaseModel):
                       json_schema_extra=flag("--out"))
     data: DataFolder = None
     split_file: SplitFile = None
+
+
+class SimulateSettings(BaseModel):
+    """Everything `unscaffold rescue simulate` is told: the world's knobs and where the results go."""
+
+    seed: int = Field(0, description="Random seed.", json_schema_extra=flag("--seed"))
+    as_json: bool = Field(False, description="Print the results as JSON on stdout.", json_schema_extra=flag("--json"))
+    out: Path | None = Field(None, description="Folder for simulation.json and simulation.html.",
+                             json_schema_extra=flag("--out"))
+    knobs: Knobs = Field(default_factory=Knobs)
+
+
+class PoolSettings(BaseModel):
+    """Everything `unscaffold rescue pool` is told."""
+
+    pool: Path = Field(description="A pool.toml, or a suite name for its shipped pool.")
+    out: Path = Field(description="Folder to write each sibling's bank into.", json_schema_extra=flag("--out"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -13,20 +13,16 @@ from rich.table import Table
 from rich.text import Text
 
 from unscaffold.cli_exit import fail
-from unscaffold.cli_options import argument, command_from_model, option, switch
+from unscaffold.cli_options import argument, command_from_model, option, setting_argument, switch
+from unscaffold.command_settings import InspectSftSettings, MergeSettings
 from unscaffold.errors import InputError, UnscaffoldError
 from unscaffold.sft.config import TrainConfig
 from unscaffold.terminal_text import clean
 
 
-def inspect_sft_command(
-    data: Annotated[Path, typer.Argument(help="DATA.jsonl: build-sft rows or TRL conversational rows.")],
-    model: Annotated[str, typer.Option(help="Tokenizer and chat template: a path, a hub id, or tiny[:TEMPLATE].")],
-    row: Annotated[int, typer.Option(help="Row index (0-based, blank lines skipped).")] = 0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the segments [{text, trained}] as JSON.")] = False,
-    split_turns: Annotated[bool, typer.Option("--split-turns", help="Show one sample per assistant turn.")] = False,
-) -> None:
+def inspect_sft_command(s: InspectSftSettings, values: dict[str, Any]) -> None:
     """Show a row exactly as the loss sees it: trained spans marked, context plain."""
+    data, model, row, as_json, split_turns = s.data, s.model, s.row, s.as_json, s.split_turns
     from unscaffold.sft.data import parse_row
     from unscaffold.sft.render import RenderError, render_row, segments
     from unscaffold.sft.train import load_tokenizer
@@ -106,12 +102,9 @@ def train_sft_command(settings: TrainConfig, values: dict[str, Any]) -> None:
                     highlight=False)
 
 
-def merge_command(
-    adapter: Annotated[Path, typer.Argument(help="A train-sft folder (PEFT adapter).")],
-    out: Annotated[Path, typer.Option(help="Folder for the merged weights and tokenizer.")],
-    base: Annotated[str | None, typer.Option(help="Base model (default: the one the adapter records).")] = None,
-) -> None:
+def merge_command(s: MergeSettings, values: dict[str, Any]) -> None:
     """Merge a LoRA adapter into its base model: one checkpoint vLLM or SGLang can serve."""
+    adapter, out, base = s.adapter, s.out, s.base
     from unscaffold.sft.merge import merge_adapter
 
     try:
@@ -123,7 +116,8 @@ def merge_command(
 
 def register(app: typer.Typer) -> None:
     """Add the SFT commands to the `unscaffold` command."""
-    app.command("inspect-sft")(inspect_sft_command)
+    app.command("inspect-sft")(command_from_model(InspectSftSettings, "inspect-sft", [
+        setting_argument(InspectSftSettings, "data", Path)], inspect_sft_command))
     app.command("train-sft")(command_from_model(TrainConfig, "train-sft", [
         argument("data", Path, "DATA.jsonl: build-sft rows or TRL conversational rows."),
         option("out", Path, "Run folder: adapter, train_config.json, train_log.jsonl, summary.json, loss.png, "
@@ -131,4 +125,5 @@ def register(app: typer.Typer) -> None:
         switch("resume", "--resume", "Continue from the last checkpoint in --out."),
         switch("no_preflight", "--no-preflight", "Skip the check that the base model's config loads before training."),
     ], train_sft_command))
-    app.command("merge")(merge_command)
+    app.command("merge")(command_from_model(MergeSettings, "merge", [
+        setting_argument(MergeSettings, "adapter", Path)], merge_command))
