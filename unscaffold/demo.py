@@ -26,6 +26,7 @@ from pydantic import BaseModel, BeforeValidator, Field
 from rich.console import Console
 from rich.table import Table
 
+from unscaffold.collect.models import DEFAULT_REPLACE_BUDGET
 from unscaffold.errors import UnscaffoldError
 from unscaffold.flags import comma_list_kept_empty, flag
 
@@ -88,7 +89,7 @@ class DemoConfig(BaseModel):
     rescue_steps: int = Field(2, ge=0, description="Rescue GRPO steps of the same base model on the same train "
                               "tasks, with the suite's shipped pool (0: skip the rescue recipe).",
                               json_schema_extra=flag("--rescue-steps"))
-    budget: int = Field(5, ge=0, description="REPLACE decisions per trial")
+    budget: int = Field(DEFAULT_REPLACE_BUDGET, ge=0, description="REPLACE decisions per trial")
     concurrency: int = Field(2, ge=1)
 
     def shipped(self) -> bool:

@@ -13,6 +13,7 @@ from unscaffold.minimal_harness.agent import AgentConfig
 from unscaffold.minimal_harness.sandbox.base import SandboxSettings
 from unscaffold.outcomes import Outcome
 
+DEFAULT_REPLACE_BUDGET = 5  # REPLACE decisions a reviewer may make per trial
 KNOWLEDGE_RECORD = "knowledge.json"  # written by a run that loaded K: where it was
 
 
@@ -48,7 +49,7 @@ class RunConfig(BaseModel):
                                  json_schema_extra=flag("--reviewer"))
     knowledge: Path | None = Field(None, description="K for the reviewer (default: the suite's).",
                                    json_schema_extra=flag("--knowledge"))
-    budget: int = Field(5, ge=0, description="REPLACE decisions allowed per trial.",
+    budget: int = Field(DEFAULT_REPLACE_BUDGET, ge=0, description="REPLACE decisions allowed per trial.",
                         json_schema_extra=flag("--budget"))
     reviewer_concurrency: int | None = Field(None, ge=1, description="Reviewer calls in flight at once.",
                                              json_schema_extra=flag("--reviewer-concurrency"))

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from unscaffold.evolve.budget import Budget
 from unscaffold.flags import Concurrency, DataFolder, SplitFile, TaskIds, flag
+from unscaffold.minimal_harness.agent import DEFAULT_MAX_TURNS, MaxTurns
 from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, CommandTimeout, SandboxChoice
 
 
@@ -44,7 +45,7 @@ class EvolveConfig(BaseModel):
     task_ids: TaskIds = None
     concurrency: Concurrency = 1
     sandbox: SandboxChoice = "local"
-    max_turns: int = Field(40, ge=1, description="Student turns per trial.", json_schema_extra=flag("--max-turns"))
+    max_turns: MaxTurns = DEFAULT_MAX_TURNS
     command_timeout_s: CommandTimeout = DEFAULT_COMMAND_TIMEOUT_S
     budget: Budget = Field(default_factory=Budget)
 

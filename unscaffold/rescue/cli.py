@@ -13,6 +13,7 @@ from rich.table import Table
 
 from unscaffold.cli_exit import exit_on_problem, fail
 from unscaffold.cli_options import command_from_model, setting_argument, switch
+from unscaffold.collect.preflight import NO_PREFLIGHT_HELP
 from unscaffold.errors import UnscaffoldError
 from unscaffold.rescue.settings import PoolSettings, RouteConfig, SimulateSettings, ValidationRuns
 from unscaffold.rescue.train import RescueTrainConfig
@@ -22,7 +23,6 @@ rescue_app = typer.Typer(add_completion=False, no_args_is_help=True,
                          "siblings, train with it, route tasks to siblings, and build the routers' validation table.")
 
 
-NO_PREFLIGHT_HELP = "Skip the checks that every model, adapter and sandbox answers before the first trial."
 
 
 PUBLISHED_NOTE = (

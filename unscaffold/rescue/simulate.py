@@ -31,46 +31,12 @@ success rate (rescued groups with any success), extra rollouts over plain GRPO, 
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
-from unscaffold.flags import flag
+from unscaffold.rescue.settings import Knobs
 
 METHODS = ("grpo", "same_harness", "random", "rule", "adaptive")
 SWEEP_VALUES = (0.0, 0.25, 0.5, 0.75, 1.0)
-
-
-class Knobs(BaseModel):
-    """The simulated world; fields with a `flag` are options of `rescue simulate`."""
-
-    locality: float = Field(0.8, ge=0, le=1, description="How task-specific siblings' effects are.",
-                            json_schema_extra=flag("--locality"))
-    complementarity: float = Field(0.8, ge=0, le=1, description="How different the causes siblings repair are.",
-                                   json_schema_extra=flag("--complementarity"))
-    nonstationarity: float = Field(0.15, ge=0, description="Drift of sibling effects per step.",
-                                   json_schema_extra=flag("--nonstationarity"))
-    improvement: float = Field(0.25, ge=0, description="Logit gained by a task per effective group.",
-                               json_schema_extra=flag("--improvement"))
-    transfer: float = Field(0.5, ge=0, le=1, description="Share of what a rescue group under siblings teaches that "
-                            "carries back to the base harness.", json_schema_extra=flag("--transfer"))
-    tasks: int = 96
-    validation_tasks: int = 48
-    causes: int = 10
-    siblings: int = 20
-    k: int = 8
-    steps: int = Field(20, ge=1, description="Steps simulated.", json_schema_extra=flag("--steps"))
-    base_logit: float = -2.5
-    gain: float = Field(2.5, description="logit a sibling adds on tasks of each of the 2 causes it repairs")
-    harm: float = Field(3.5, description="logit it takes from tasks of each of the 2 causes it breaks")
-    rule_precision: float = Field(0.6, ge=0, le=1, description="Input: share of the rule router's nearest "
-                                  "validation tasks sharing the task's cause.",
-                                  json_schema_extra=flag("--rule-precision"))
-    adaptive_precision: float = Field(0.85, ge=0, le=1, description="Input: the same for each adaptive voter.",
-                                      json_schema_extra=flag("--adaptive-precision"))
-    voters: int = 3
-    neighbours: int = 5
-    validation_trials: int = 2
-    reanchor_every: int = 5
-    repeats: int = Field(4, ge=1, description="Worlds averaged per figure.", json_schema_extra=flag("--repeats"))
 
 
 class MethodResult(BaseModel):

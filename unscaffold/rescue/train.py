@@ -27,6 +27,7 @@ from unscaffold.rescue.objective import CORRECTION_CAP, EPS_HIGH, EPS_LOW, Objec
 from unscaffold.rescue.pool import BASE
 from unscaffold.rescue.routers import ROUTERS, ControlRouter, Router, TaskView, pick, prefers_base
 from unscaffold.rescue.settings import PoolFile, Profilers, ValidationTable, Voters, default_router
+from unscaffold.sft.config import LORA_ALPHA, LORA_RANK, RECIPE_SEED
 
 METRICS = "metrics.jsonl"
 TRL_LOG = "trl_log.jsonl"  # TRL's own per-optimiser-step logs: loss, clip ratios, entropy
@@ -76,8 +77,8 @@ class RescueTrainConfig(BaseModel):
                                        json_schema_extra=flag("--max-completion-length"))
     max_tool_calls: int = Field(8, ge=1, description="tool-calling iterations per rollout")
     temperature: float = Field(1.0, gt=0)
-    lora_r: int = 32
-    lora_alpha: int = 32
+    lora_r: int = LORA_RANK
+    lora_alpha: int = LORA_ALPHA
     eps_low: float = EPS_LOW
     eps_high: float = EPS_HIGH
     correction_cap: float = CORRECTION_CAP
@@ -88,7 +89,7 @@ class RescueTrainConfig(BaseModel):
                                                      json_schema_extra=flag("--vllm-mode"))
     sandbox: SandboxChoice = "local"
     command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S
-    seed: int = Field(42, description="Seed.", json_schema_extra=flag("--seed"))
+    seed: int = Field(RECIPE_SEED, description="Seed.", json_schema_extra=flag("--seed"))
     reanchor_every: int | None = Field(None, ge=1, description="Steps between re-anchorings of the router on the "
                                        "current policy's validation runs.", json_schema_extra=flag("--reanchor-every"))
     reanchor_tasks: Annotated[list[str], BeforeValidator(comma_list_kept_empty)] = Field(

@@ -16,6 +16,10 @@ from unscaffold.flags import flag
 from unscaffold.iojson import validation_error
 
 Auto = Literal["auto"]
+# The published recipe's LoRA and seed, which rescue training shares.
+LORA_RANK = 32
+LORA_ALPHA = 32
+RECIPE_SEED = 42
 
 
 class TrainConfig(BaseModel):
@@ -26,8 +30,8 @@ class TrainConfig(BaseModel):
     model: str = Field("tiny", json_schema_extra=flag("--model"), description="Base model: a path or hub id, or "
                        "`tiny` / `tiny:TEMPLATE` (the built-in tiny Qwen3) or `tiny-qwen3.5` (the tiny Qwen3.5 "
                        "hybrid).")
-    lora_r: int = Field(32, ge=1, json_schema_extra=flag("--lora-r"), description="LoRA rank.")
-    lora_alpha: int = Field(32, ge=1, json_schema_extra=flag("--lora-alpha"),
+    lora_r: int = Field(LORA_RANK, ge=1, json_schema_extra=flag("--lora-r"), description="LoRA rank.")
+    lora_alpha: int = Field(LORA_ALPHA, ge=1, json_schema_extra=flag("--lora-alpha"),
                             description="LoRA alpha (scale alpha/r).")
     lora_dropout: float = Field(0.0, ge=0.0, lt=1.0, json_schema_extra=flag("--lora-dropout"),
                                 description="Dropout on the LoRA branch.")
@@ -59,7 +63,8 @@ class TrainConfig(BaseModel):
                               description="One sample per assistant turn with its own context, for every row; for "
                               "templates that break the prefix property, and rows over max_length (a row only a "
                               "tokenizer merge breaks is split on its own anyway).")
-    seed: int = Field(42, json_schema_extra=flag("--seed"), description="Seed for LoRA initialisation and data order.")
+    seed: int = Field(RECIPE_SEED, json_schema_extra=flag("--seed"),
+                      description="Seed for LoRA initialisation and data order.")
     bf16: bool | Auto = Field("auto", json_schema_extra=flag("--bf16", text=True),
                               description="bfloat16 weights and autocast: auto, true or false; auto = where the "
                               "device supports it.")
