@@ -52,12 +52,16 @@ class ImageSettings(BaseModel):
 
 
 class ExportAtifSettings(BaseModel):
+    """`unscaffold export-atif`: a run's trajectories as ATIF."""
+
     run_dir: Path = Field(description="A run folder.")
     out: Path | None = Field(None, description="Folder for the ATIF files (default: beside each trial).",
                              json_schema_extra=flag("--out"))
 
 
 class CompileKSettings(BaseModel):
+    """`unscaffold compile-k`: an h* bank into K, checked and optionally linted against a suite."""
+
     bank: Path = Field(description="An h* bank folder (with manifest.toml).")
     out: Path = Field(description="Where to write K (replaced atomically).", json_schema_extra=flag("--out"))
     sandbox: SandboxName = "local"
@@ -69,6 +73,8 @@ class CompileKSettings(BaseModel):
 
 
 class BuildSftSettings(BaseModel):
+    """`unscaffold build-sft`: which trials of reviewed runs become SFT rows."""
+
     run_dirs: list[Path] = Field(description="Run folders (collections) to read.")
     out: Path = Field(description="DATA.jsonl to write (DATA.report.json goes beside it).",
                       json_schema_extra=flag("--out"))
@@ -82,12 +88,16 @@ class BuildSftSettings(BaseModel):
 
 
 class ReportSettings(BaseModel):
+    """`unscaffold report`: the HTML page of a run."""
+
     run_dir: Path = Field(description="A run folder.")
     out: Path | None = Field(None, description="HTML file to write (default RUN_DIR/report.html).",
                              json_schema_extra=flag("--out"))
 
 
 class BehaviorsSettings(BaseModel):
+    """`unscaffold behaviors`: behaviour recovery from one run of each role per suite."""
+
     base_h: list[Path] = Field(description="Run of the base model under h (one per suite; repeat).",
                                json_schema_extra=flag("--base-h", repeat=True))
     base_hstar: list[Path] = Field(description="Run of the base model under h* (one per suite; repeat).",
@@ -103,6 +113,8 @@ class BehaviorsSettings(BaseModel):
 
 
 class CompareSettings(BaseModel):
+    """`unscaffold compare`: runs of one suite and split, side by side."""
+
     runs: list[Path] = Field(description="Run folders of one suite and split.")
     baseline: Path | None = Field(None, description="Run the others are paired with (default: the first).",
                                   json_schema_extra=flag("--baseline"))
@@ -116,12 +128,16 @@ class CompareSettings(BaseModel):
 
 
 class CascadeReportSettings(BaseModel):
+    """`unscaffold cascade-report`: what a cascade reviewer would have saved."""
+
     runs: list[Path] = Field(description="Run folders collected with a reviewer on every step.")
     as_json: AsJson = False
     out: HtmlPage = None
 
 
 class SplitSettings(BaseModel):
+    """`unscaffold split`: a seeded split of a real data folder."""
+
     folder: Path = Field(description="The real data: a SpreadsheetBench folder, USPTO CSV(s), Harbor tasks or an "
                          "AppWorld root.")
     sizes: str = Field(description="How many tasks per split, e.g. train=300,test=100.",
@@ -133,6 +149,8 @@ class SplitSettings(BaseModel):
 
 
 class InspectSftSettings(BaseModel):
+    """`unscaffold inspect-sft`: one row as the loss sees it."""
+
     data: Path = Field(description="DATA.jsonl: build-sft rows or TRL conversational rows.")
     model: str = Field(description="Tokenizer and chat template: a path, a hub id, or tiny[:TEMPLATE].",
                        json_schema_extra=flag("--model"))
@@ -144,6 +162,8 @@ class InspectSftSettings(BaseModel):
 
 
 class MergeSettings(BaseModel):
+    """`unscaffold merge`: an adapter folded into its base model."""
+
     adapter: Path = Field(description="A train-sft folder (PEFT adapter).")
     out: Path = Field(description="Folder for the merged weights and tokenizer.", json_schema_extra=flag("--out"))
     base: str | None = Field(None, description="Base model (default: the one the adapter records).",
