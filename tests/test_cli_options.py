@@ -14,7 +14,14 @@ from typer.main import get_command
 from typer.testing import CliRunner
 
 from unscaffold.cli import app
-from unscaffold.cli_options import SETTINGS_MODEL, ModelOption, argument, command_from_model, model_options
+from unscaffold.cli_options import (
+    SETTINGS_MODEL,
+    ModelOption,
+    argument,
+    command_from_model,
+    config_table,
+    model_options,
+)
 from unscaffold.config_file import read_config_file
 from unscaffold.errors import InputError
 
@@ -124,7 +131,7 @@ def test_a_config_file_gives_any_setting_and_flags_win(name: str, suffix: str, t
         lambda s, v: got.append(s)))
     test_app.command("unused")(lambda: None)  # two commands: the name is given on the command line
     option, from_file, from_flag, given = _settable(model)
-    section = name.replace("-", "_").replace(" ", "_")
+    section = config_table(name)
     settings = {**_required(model, {a.name or "" for a in arguments}), option.path: str(from_file)
                 if isinstance(from_file, Path) else from_file}
     tree = {section: settings} if suffix == ".yml" else settings  # a table named after the command, or the top

@@ -125,11 +125,12 @@ def build_settings(model: type[BaseModel], ctx: click.Context, given: dict[str, 
     except ValidationError as e:
         error = e.errors()[0]
         loc = [str(part) for part in error["loc"]]
+        in_file = _paths(from_file)
         paths = [".".join(loc[:n]) for n in range(len(loc), 0, -1)]  # `bf16.bool`: a union member of bf16
-        path = next((p for p in paths if p in from_flags or p in _paths(from_file)), ".".join(loc))
+        path = next((p for p in paths if p in from_flags or p in in_file), ".".join(loc))
         if path in from_flags:
             where = from_flags[path]
-        elif config_file and path in _paths(from_file):
+        elif config_file and path in in_file:
             where = f"{config_file}: {path}"
         else:  # e.g. a required setting given nowhere
             where = next((o.flag for o in options if o.path == path), path or "options")
@@ -145,12 +146,16 @@ def _paths(tree: dict[str, Any], prefix: str = "") -> set[str]:
     return out
 
 
+def config_table(command: str) -> str:
+    """The table of a config file that holds a command's settings: `train_sft`, `rescue_train`."""
+    return command.replace("-", "_").replace(" ", "_")
+
+
 def config_option(command: str) -> inspect.Parameter:
-    table = command.replace("-", "_").replace(" ", "_")
     return inspect.Parameter(
         "config_file", inspect.Parameter.KEYWORD_ONLY, default=None,
         annotation=Annotated[Path | None, typer.Option(CONFIG_FLAG, help="A TOML or YAML file of these settings, "
-                                                       f"at its top or in a table `{table}` (the flags given "
+                                                       f"at its top or in a table `{config_table(command)}` (the flags given "
                                                        "here win).")])
 
 
@@ -162,7 +167,7 @@ def command_from_model(model: type[BaseModel], command: str, leading: list[inspe
     validated model and every parameter's value; a bad setting ends the command with one line, exit 2."""
     context = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)
     params = [context, *leading, *(o.parameter() for o in model_options(model)), config_option(command)]
-    section = command.replace("-", "_").replace(" ", "_")
+    section = config_table(command)
 
     def run(**values: Any) -> None:
         fixed = {p.name: values[p.name] for p in leading if p.name in model.model_fields}

@@ -93,7 +93,7 @@ class TrainConfig(BaseModel):
 FIELDS = tuple(TrainConfig.model_fields)
 
 
-SECTION = "train_sft"  # the table of a config file holding these settings, where the file has one
+SECTION = "train_sft"  # the table of a config file holding these settings, where the file has one (config_table)
 
 
 def resolve_config(file: Path | None, overrides: dict[str, Any]) -> TrainConfig:
