@@ -154,9 +154,9 @@ def config_table(command: str) -> str:
 def config_option(command: str) -> inspect.Parameter:
     return inspect.Parameter(
         "config_file", inspect.Parameter.KEYWORD_ONLY, default=None,
-        annotation=Annotated[Path | None, typer.Option(CONFIG_FLAG, help="A TOML or YAML file of these settings, "
-                                                       f"at its top or in a table `{config_table(command)}` (the flags given "
-                                                       "here win).")])
+        annotation=Annotated[Path | None, typer.Option(
+            CONFIG_FLAG, help=f"A TOML or YAML file of these settings, at its top or in a table "
+            f"`{config_table(command)}` (the flags given here win).")])
 
 
 def command_from_model(model: type[BaseModel], command: str, leading: list[inspect.Parameter],
