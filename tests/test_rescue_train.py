@@ -181,8 +181,8 @@ def test_rescue_train_bad_input_is_one_line(tmp_path: Path) -> None:
                                                       "config.json); give a local checkpoint or `tiny`")
     result = CliRunner().invoke(app, ["rescue", "train", "appworld_lite", "--model", "tiny", "--router", "best",
                                       "--out", str(tmp_path / "unused-rescue-run")])
-    assert result.exit_code == 2 and ("options: router: Input should be 'none', 'same', "
-                                                        "'fixed', 'random', 'rule' or 'adaptive'") in result.output
+    assert (result.exit_code, result.output) == (2, "error: --router: Input should be 'none', 'same', 'fixed', "
+                                                    "'random', 'rule' or 'adaptive'\n")
 
 
 @needs_bwrap

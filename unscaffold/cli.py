@@ -3,11 +3,9 @@ SFT) and compare it with sibling-harness rescue RL (Harness-S), from the first t
 
 from __future__ import annotations
 
-import inspect
 import sys
-import typing
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -15,11 +13,25 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from unscaffold.cli_exit import exit_on_problem, fail
-from unscaffold.cli_options import command_from_model
+from unscaffold.cli_options import command_from_model, setting_argument, switch
 from unscaffold.collect.models import RunConfig
 from unscaffold.collect.preflight import NO_PREFLIGHT_HELP
+from unscaffold.command_settings import (
+    BehaviorsSettings,
+    BuildSftSettings,
+    CascadeReportSettings,
+    CompareSettings,
+    CompileKSettings,
+    ExecSettings,
+    ExportAtifSettings,
+    ImageSettings,
+    ReportSettings,
+    SplitSettings,
+)
+from unscaffold.demo import DemoConfig
 from unscaffold.errors import UnscaffoldError
-from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, sandbox_kind
+from unscaffold.evolve.config import EvolveConfig
+from unscaffold.minimal_harness.sandbox.base import sandbox_kind
 from unscaffold.outcomes import ERROR_OUTCOMES
 from unscaffold.rescue.cli import rescue_app
 from unscaffold.sft.cli import register as _register_sft
@@ -29,14 +41,11 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console(stderr=True)
 
 
-def run_command(values: dict[str, Any]) -> None:
+def run_command(config: RunConfig, values: dict[str, Any]) -> None:
     """Run trials of a suite; without a reviewer this is an evaluation."""
-    from unscaffold.cli_options import build_settings
     from unscaffold.collect.runner import run as run_suite
 
     try:
-        config = typing.cast(RunConfig, build_settings(RunConfig, values["ctx"], values, {"suite": values["suite"]},
-                                                       values["config_file"]))
         if config.sandbox.kind == "none":
             console.print("[yellow]warning: --sandbox none runs model commands on this machine without isolation")
         if not values["no_preflight"]:
@@ -67,12 +76,9 @@ def run_command(values: dict[str, Any]) -> None:
 
 
 # `unscaffold run`: every option is a RunConfig field (flag, help and default declared there once).
-app.command("run")(command_from_model(RunConfig, [
-    inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context),
-    inspect.Parameter("suite", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[
-        str, typer.Argument(help=RunConfig.model_fields["suite"].description)]),
-    inspect.Parameter("no_preflight", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=Annotated[
-        bool, typer.Option("--no-preflight", help=NO_PREFLIGHT_HELP)]),
+app.command("run")(command_from_model(RunConfig, "run", [
+    setting_argument(RunConfig, "suite", str),
+    switch("no_preflight", "--no-preflight", NO_PREFLIGHT_HELP),
 ], run_command))
 
 
@@ -134,17 +140,9 @@ def print_summary(results: dict, out: Path) -> None:
     )
 
 
-@app.command("exec", context_settings={"allow_interspersed_args": False})
-def exec_command(
-    command: Annotated[list[str], typer.Argument(help="The command (after --).")],
-    network: Annotated[bool, typer.Option("--network", help="Allow network access.")] = False,
-    timeout: Annotated[float, typer.Option(help="Seconds before the process group is killed.")] = (
-        DEFAULT_COMMAND_TIMEOUT_S),
-    workspace: Annotated[Path | None, typer.Option(help="Workspace folder (default: a new temporary one, removed "
-                                                   "once the command has run).")] = None,
-    sandbox: Annotated[str, typer.Option(help="local, docker or none.")] = "local",
-) -> None:
+def exec_command(s: ExecSettings, values: dict[str, Any]) -> None:
     """Run one command as the harness would and print the observation."""
+    command, network, timeout, workspace, sandbox = s.command, s.network, s.timeout, s.workspace, s.sandbox
     import shlex
     import shutil
     import tempfile
@@ -169,6 +167,10 @@ def exec_command(
     raise typer.Exit(0 if result.exit_code == 0 else 1)
 
 
+app.command("exec", context_settings={"allow_interspersed_args": False})(command_from_model(
+    ExecSettings, "exec", [setting_argument(ExecSettings, "command", list[str])], exec_command))
+
+
 image_app = typer.Typer(no_args_is_help=True, help="Images for `--sandbox docker` built without an image registry: "
                         "base (Debian from the machine's mirror) and suites (the suites' libraries on top).")
 app.add_typer(image_app, name="image")
@@ -188,34 +190,25 @@ def _image_command(suites: bool, mirror: str | None, suite: str | None) -> None:
     sys.stdout.write(tag + "\n")
 
 
-MIRROR_HELP = "Debian mirror (default: the one this machine's apt uses)."
-SUITE_HELP = "Debian release (default: this machine's)."
-
-
-@image_app.command("base")
-def image_base_command(
-    mirror: Annotated[str | None, typer.Option(help=MIRROR_HELP)] = None,
-    suite: Annotated[str | None, typer.Option(help=SUITE_HELP)] = None,
-) -> None:
+def image_base_command(s: ImageSettings, values: dict[str, Any]) -> None:
     """Build the base image from the Debian mirror (debootstrap, then import) unless built; print its tag."""
-    _image_command(False, mirror, suite)
+    _image_command(False, s.mirror, s.suite)
 
 
-@image_app.command("suites")
-def image_suites_command(
-    mirror: Annotated[str | None, typer.Option(help=MIRROR_HELP)] = None,
-    suite: Annotated[str | None, typer.Option(help=SUITE_HELP)] = None,
-) -> None:
+image_app.command("base")(command_from_model(ImageSettings, "image base", [], image_base_command))
+
+
+def image_suites_command(s: ImageSettings, values: dict[str, Any]) -> None:
     """Build the suites' image (Python and the suites' libraries) on the base unless built; print its tag."""
-    _image_command(True, mirror, suite)
+    _image_command(True, s.mirror, s.suite)
 
 
-@app.command("export-atif")
-def export_atif(
-    run_dir: Annotated[Path, typer.Argument(help="A run folder.")],
-    out: Annotated[Path | None, typer.Option(help="Folder for the ATIF files (default: beside each trial).")] = None,
-) -> None:
+image_app.command("suites")(command_from_model(ImageSettings, "image suites", [], image_suites_command))
+
+
+def export_atif(s: ExportAtifSettings, values: dict[str, Any]) -> None:
     """Export every trial's trajectory to ATIF v1.7 for Harbor-side tools."""
+    run_dir, out = s.run_dir, s.out
     from unscaffold.minimal_harness.atif import export_run
 
     try:
@@ -225,16 +218,13 @@ def export_atif(
     Console().print(f"wrote {len(paths)} ATIF trajectories")
 
 
-@app.command("compile-k")
-def compile_k_command(
-    bank: Annotated[Path, typer.Argument(help="An h* bank folder (with manifest.toml).")],
-    out: Annotated[Path, typer.Option(help="Where to write K (replaced atomically).")],
-    sandbox: Annotated[str, typer.Option(help="Sandbox for the recipe checks: local, docker or none.")] = "local",
-    verify: Annotated[bool, typer.Option(help="Run each tool and its recipe on the tool's examples.")] = True,
-    suite: Annotated[str | None, typer.Option(help="Lint K against this suite's task ids and gold answers.")] = None,
-    data: Annotated[Path | None, typer.Option(help="The suite's data, for the lint.")] = None,
-) -> None:
+app.command("export-atif")(command_from_model(
+    ExportAtifSettings, "export-atif", [setting_argument(ExportAtifSettings, "run_dir", Path)], export_atif))
+
+
+def compile_k_command(s: CompileKSettings, values: dict[str, Any]) -> None:
     """Compile an h* bank into the reviewer's private reference K."""
+    bank, out, sandbox, verify, suite, data = s.bank, s.out, s.sandbox, s.verify, s.suite, s.data
     from unscaffold.benchmarks import load_suite
     from unscaffold.knowledge.compiler import compile_k, lint_k
     from unscaffold.knowledge.kfolder import load_k
@@ -259,19 +249,16 @@ def compile_k_command(
     Console().print(f"{report.components} components written to {out}")
 
 
+app.command("compile-k")(command_from_model(
+    CompileKSettings, "compile-k", [setting_argument(CompileKSettings, "bank", Path)], compile_k_command))
+
+
 BUILD_SFT_DROPS_SHOWN = 20  # dropped trials printed (all of them with --keep-all); the report lists every one
 
 
-@app.command("build-sft")
-def build_sft_command(
-    run_dirs: Annotated[list[Path], typer.Argument(help="Run folders (collections) to read.")],
-    out: Annotated[Path, typer.Option(help="DATA.jsonl to write (DATA.report.json goes beside it).")],
-    min_reward: Annotated[float, typer.Option(help="Keep trials with at least this reward.")] = 1.0,
-    keep_all: Annotated[bool, typer.Option("--keep-all", help="Keep every trial that has a trajectory, whatever its "
-                                           "reward or ending; those that cannot be kept are named with why.")] = False,
-    canary: Annotated[list[str] | None, typer.Option(help="A string that must never reach a row.")] = None,
-) -> None:
+def build_sft_command(s: BuildSftSettings, values: dict[str, Any]) -> None:
     """Turn reviewed runs into SFT rows: filter, audit, leak-scrub, mask reviewer-voice reasoning."""
+    run_dirs, out, min_reward, keep_all, canary = s.run_dirs, s.out, s.min_reward, s.keep_all, s.canary
     from unscaffold.collect.sft_build import build_sft, report_path
 
     try:
@@ -297,16 +284,16 @@ def build_sft_command(
                     highlight=False)
 
 
+app.command("build-sft")(command_from_model(
+    BuildSftSettings, "build-sft", [setting_argument(BuildSftSettings, "run_dirs", list[Path])], build_sft_command))
+
 # LoRA SFT: inspect-sft, train-sft, merge (unscaffold/sft/cli.py)
 _register_sft(app)
 
 
-@app.command("report")
-def report_command(
-    run_dir: Annotated[Path, typer.Argument(help="A run folder.")],
-    out: Annotated[Path | None, typer.Option(help="HTML file to write (default RUN_DIR/report.html).")] = None,
-) -> None:
+def report_command(s: ReportSettings, values: dict[str, Any]) -> None:
     """Write a self-contained HTML page of a run: summary, plots, per-trial review timelines."""
+    run_dir, out = s.run_dir, s.out
     from unscaffold.collect.report import write_report
 
     try:
@@ -316,28 +303,17 @@ def report_command(
     Console().print(f"report: {path}", highlight=False)
 
 
+app.command("report")(command_from_model(
+    ReportSettings, "report", [setting_argument(ReportSettings, "run_dir", Path)], report_command))
+
 # ---- behaviour recovery and the comparison of runs ------------------------------------------------------
 
-TRIAL_RULE_HELP = "With several trials per task, a task shows a behaviour when any of them does, or the majority."
 
-
-@app.command("behaviors")
-def behaviors_command(
-    base_h: Annotated[list[Path], typer.Option("--base-h", help="Run of the base model under h (one per suite).")],
-    base_hstar: Annotated[list[Path], typer.Option("--base-hstar", help="Run of the base model under h* (one per "
-                                                   "suite).")],
-    tuned: Annotated[list[Path], typer.Option("--tuned", help="Run of the trained model under h (one per suite).")],
-    min_eligible: Annotated[int, typer.Option(min=1, help="Drop behaviours with fewer eligible tasks.")] = 10,
-    rule: Annotated[str, typer.Option(help=TRIAL_RULE_HELP)] = "any",
-    bank: Annotated[Path | None, typer.Option(help="h* bank (default: the one the base + h* run used; one suite "
-                                              "only).")] = None,
-    taught: Annotated[Path | None, typer.Option(help="build-sft rows the trained model learnt from: each behaviour "
-                                                "is counted over them; one no row shows reads never taught.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the table as JSON.")] = False,
-    out: Annotated[Path | None, typer.Option(help="Write a self-contained HTML page here.")] = None,
-) -> None:
+def behaviors_command(s: BehaviorsSettings, values: dict[str, Any]) -> None:
     """Behaviour recovery: eligible tasks show a behaviour under h* and not under h; rate = tuned shows it.
     Runs of several suites (one of each role per suite) give per-suite means and the pooled mean."""
+    base_h, base_hstar, tuned, min_eligible, rule = s.base_h, s.base_hstar, s.tuned, s.min_eligible, s.rule
+    bank, taught, as_json, out = s.bank, s.taught, s.as_json, s.out
     from unscaffold.behaviors.html import recovery_page
     from unscaffold.behaviors.recovery import (
         PooledRecovery,
@@ -372,22 +348,13 @@ def behaviors_command(
     emit(result, lambda: recovery_page(result), out, as_json, show)
 
 
-@app.command("compare")
-def compare_command(
-    runs: Annotated[list[Path], typer.Argument(help="Run folders of one suite and split.")],
-    baseline: Annotated[Path | None, typer.Option(help="Run the others are paired with (default: the first).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
-    min_eligible: Annotated[int, typer.Option(min=1, help="Behaviour recovery: drop behaviours with fewer "
-                                              "eligible tasks.")] = 10,
-    rule: Annotated[str, typer.Option(help=TRIAL_RULE_HELP)] = "any",
-    bank: Annotated[Path | None, typer.Option(help="h* bank for behaviour recovery (default: the base + h* "
-                                              "run's).")] = None,
-    taught: Annotated[Path | None, typer.Option(help="build-sft rows the trained model learnt from: each behaviour "
-                                                "is counted over them; one no row shows reads never taught.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
-    out: Annotated[Path | None, typer.Option(help="Write a self-contained HTML page here.")] = None,
-) -> None:
+app.command("behaviors")(command_from_model(BehaviorsSettings, "behaviors", [], behaviors_command))
+
+
+def compare_command(s: CompareSettings, values: dict[str, Any]) -> None:
     """Compare runs: scores with bootstrap intervals, paired differences, behaviour recovery, cost."""
+    runs, baseline, seed, min_eligible, rule = s.runs, s.baseline, s.seed, s.min_eligible, s.rule
+    bank, taught, as_json, out = s.bank, s.taught, s.as_json, s.out
     from unscaffold.behaviors.compare import compare
     from unscaffold.behaviors.html import comparison_page
     from unscaffold.behaviors.recovery import bank_detectors
@@ -410,13 +377,13 @@ def compare_command(
     emit(result, lambda: comparison_page(result), out, as_json, lambda: print_comparison(result))
 
 
-@app.command("cascade-report")
-def cascade_report_command(
-    runs: Annotated[list[Path], typer.Argument(help="Run folders collected with a reviewer on every step.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the what-if as JSON.")] = False,
-    out: Annotated[Path | None, typer.Option(help="Write a self-contained HTML page here.")] = None,
-) -> None:
+app.command("compare")(command_from_model(
+    CompareSettings, "compare", [setting_argument(CompareSettings, "runs", list[Path])], compare_command))
+
+
+def cascade_report_command(s: CascadeReportSettings, values: dict[str, Any]) -> None:
     """What the cascade reviewer would save on these runs, and which REPLACE decisions it would let through."""
+    runs, as_json, out = s.runs, s.as_json, s.out
     import json
 
     from unscaffold.iojson import write_text_atomic
@@ -435,90 +402,45 @@ def cascade_report_command(
         print_whatif(result)
 
 
+app.command("cascade-report")(command_from_model(CascadeReportSettings, "cascade-report", [
+    setting_argument(CascadeReportSettings, "runs", list[Path])], cascade_report_command))
+
+
 app.add_typer(rescue_app, name="rescue")
 
 # ---- harness evolution ----------------------------------------------------------------------------------
 
 
-@app.command("evolve")
-def evolve_command(
-    suite: Annotated[str, typer.Argument(help="Suite name.")],
-    student: Annotated[str, typer.Option(help="Model spec of the student.")],
-    editor: Annotated[str, typer.Option(help="Model spec (or replay:FILE) that edits the bank.")],
-    base: Annotated[Path, typer.Option(help="The h* bank to start from.")],
-    out: Annotated[Path, typer.Option(help="Evolution folder (re-running resumes it).")],
-    analyst: Annotated[str | None, typer.Option(help="Model spec that groups failures (default: --editor).")] = None,
-    rounds: Annotated[int, typer.Option(min=1, help="Rounds of failure analysis.")] = 3,
-    single: Annotated[bool, typer.Option("--single", help="One shared h* (the default).")] = False,
-    pool: Annotated[int | None, typer.Option(min=1, help="Evolve a sibling pool of at most N children.")] = None,
-    parents: Annotated[int, typer.Option(min=1, help="--pool: parents expanded per round.")] = 2,
-    data: Annotated[Path | None, typer.Option(help="Real data for the suite.")] = None,
-    split: Annotated[str, typer.Option(help="The split evolution learns from (test tasks are never read).")] = "train",
-    split_file: Annotated[Path | None, typer.Option(help="Real data's splits (JSON or text; see splits/README.md).")]
-    = None,
-    protocol: Annotated[str, typer.Option(help="--single: gated (an edit stays only if it repairs more than it "
-                                          "breaks) or paper (the recipe: previous failures only, no gate).")]
-    = "gated",
-    tasks: Annotated[str | None, typer.Option(help="Comma-separated ids: a subset of the split.")] = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="Trials at once.")] = 1,
-    sandbox: Annotated[str, typer.Option(help="local (bubblewrap), docker, or none (no isolation).")] = "local",
-    max_turns: Annotated[int, typer.Option(min=1)] = 40,
-    command_timeout: Annotated[float, typer.Option(help="Seconds per command.")] = DEFAULT_COMMAND_TIMEOUT_S,
-    max_calls: Annotated[int | None, typer.Option(min=1, help="Budget: model calls (all roles).")] = None,
-    max_tokens: Annotated[int | None, typer.Option(min=1, help="Budget: tokens (all roles).")] = None,
-    max_usd: Annotated[float | None, typer.Option(help="Budget: USD, priced with --price-in/--price-out.")] = None,
-    price_in: Annotated[float, typer.Option(help="USD per million input tokens.")] = 0.0,
-    price_out: Annotated[float, typer.Option(help="USD per million output tokens.")] = 0.0,
-    no_preflight: Annotated[bool, typer.Option("--no-preflight", help=NO_PREFLIGHT_HELP)] = False,
-) -> None:
+def evolve_command(config: EvolveConfig, values: dict[str, Any]) -> None:
     """Evolve an h* bank from failures on the train split: one shared h* or a frozen sibling pool."""
-    from pydantic import ValidationError
-
-    from unscaffold.evolve.budget import Budget
-    from unscaffold.evolve.config import EvolveConfig
     from unscaffold.evolve.run import evolve
     from unscaffold.evolve.tables import print_report
-    from unscaffold.iojson import validation_error
 
     try:
-        if single and pool is not None:
+        if config.single and config.pool is not None:
             raise UnscaffoldError("--single and --pool exclude each other")
-        sandbox_kind(sandbox)
-        try:
-            config = EvolveConfig(
-                suite=suite, student=student, editor=editor, analyst=analyst, base=base, out=out, data=data,
-                mode="pool" if pool is not None else "single", rounds=rounds, pool_size=pool or 8, parents=parents,
-                split=split, split_file=split_file, protocol=protocol,
-                task_ids=[t for t in tasks.split(",") if t] if tasks else None, concurrency=concurrency,
-                sandbox=sandbox, max_turns=max_turns, command_timeout_s=command_timeout,
-                budget=Budget(max_calls=max_calls, max_tokens=max_tokens, max_usd=max_usd, price_in_per_mtok=price_in,
-                              price_out_per_mtok=price_out),
-            )
-        except ValidationError as e:
-            raise validation_error("evolve", e) from None
-        if not no_preflight:
+        if not values["no_preflight"]:
             from unscaffold.collect.preflight import check_models
 
-            check_models([("--student", student), ("--editor", editor), ("--analyst", analyst)], sandbox)
+            check_models([("--student", config.student), ("--editor", config.editor),
+                          ("--analyst", config.analyst)], config.sandbox)
         with console.status("evolving (run folders and exchanges under --out)") as status:
             report = evolve(config, lambda step: status.update(f"evolving: {step}"))
     except UnscaffoldError as e:
         fail(e)
     print_report(report, Console())
-    Console().print(f"rounds: {out / 'rounds.json'}", highlight=False)
+    Console().print(f"rounds: {config.out / 'rounds.json'}", highlight=False)
 
 
-@app.command("split")
-def split_command(
-    folder: Annotated[Path, typer.Argument(help="The real data: a SpreadsheetBench folder, USPTO CSV(s), Harbor "
-                                           "tasks or an AppWorld root.")],
-    sizes: Annotated[str, typer.Option(help="How many tasks per split, e.g. train=300,test=100.")],
-    out: Annotated[Path, typer.Option(help="The split file (JSON) to write.")],
-    seed: Annotated[int, typer.Option(help="Seed of the shuffle.")] = 0,
-    suite: Annotated[str | None, typer.Option(help="The suite reading FOLDER (default: guessed from its files).")]
-    = None,
-) -> None:
+app.command("evolve")(command_from_model(EvolveConfig, "evolve", [
+    setting_argument(EvolveConfig, "suite", str),
+    switch("no_preflight", "--no-preflight", NO_PREFLIGHT_HELP),
+], evolve_command))
+
+
+def split_command(s: SplitSettings, values: dict[str, Any]) -> None:
     """A seeded split of a real data folder into train, validation and test ids (for --split-file)."""
+    folder, sizes, out, seed, suite = s.folder, s.sizes, s.out, s.seed, s.suite
     from unscaffold.benchmarks import load_suite
     from unscaffold.benchmarks.splits import guess_suite, parse_sizes, seeded_split
     from unscaffold.iojson import write_json_atomic
@@ -536,49 +458,27 @@ def split_command(
     Console().print(f"{name}: {len(set(ids))} tasks -> {counts}; {out}", highlight=False)
 
 
+app.command("split")(command_from_model(
+    SplitSettings, "split", [setting_argument(SplitSettings, "folder", Path)], split_command))
+
 # ---- the whole pipeline, offline -------------------------------------------------------------------------
 
 
-@app.command("demo")
-def demo_command(
-    out: Annotated[Path, typer.Option(help="Folder for every run, data set, adapter and report.")] = Path("runs/demo"),
-    student: Annotated[str | None, typer.Option(help="Base student under h (default: the shipped replay).")] = None,
-    hstar_student: Annotated[str | None, typer.Option(help="Base student under h* (default: the shipped "
-                                                      "replay).")] = None,
-    reviewer: Annotated[str | None, typer.Option(help="Reviewer of the collection (default: the shipped "
-                                                 "recorded reviewer).")] = None,
-    model: Annotated[str, typer.Option(help="Base model to fine-tune: `tiny-wide` (the built-in tiny model "
-                                       "initialised for learning) or a path / hub id.")] = "tiny-wide",
-    train_tasks: Annotated[str | None, typer.Option(help="Collection task ids, comma-separated ('' = the train "
-                                                    "split; default: the demo's).")] = None,
-    test_tasks: Annotated[str | None, typer.Option(help="Evaluation task ids ('' = the test split).")] = None,
-    sft_steps: Annotated[int, typer.Option(min=0, help="LoRA SFT steps (0: the recipe's 2 epochs).")] = 400,
-    rescue_steps: Annotated[int, typer.Option(min=0, help="Rescue GRPO steps of the model (0: skip).")] = 2,
-    no_preflight: Annotated[bool, typer.Option("--no-preflight", help=NO_PREFLIGHT_HELP)] = False,
-) -> None:
+def demo_command(config: DemoConfig, values: dict[str, Any]) -> None:
     """The whole pipeline offline: K, evaluations under h and h*, reviewed collection, SFT, tuned evaluation,
     behaviour recovery, rescue RL, comparison and reports."""
-    from unscaffold.demo import PLUMBING, REAL, TINY, Demo, DemoConfig
+    from unscaffold.demo import PLUMBING, REAL, TINY, Demo
 
-    def ids(text: str | None) -> list[str] | None:
-        return None if text is None else [t for t in text.split(",") if t]
-
-    defaults = DemoConfig()
-    config = DemoConfig(out=out, student=student or defaults.student, hstar_student=hstar_student or
-                        defaults.hstar_student, reviewer=reviewer or defaults.reviewer, model=model,
-                        train_tasks=ids(train_tasks), test_tasks=ids(test_tasks), sft_steps=sft_steps,
-                        rescue_steps=rescue_steps)
-    shipped = student is None and hstar_student is None and model == TINY
-    if shipped:
+    if config.shipped():
         console.print("Using the shipped recorded students and reviewer (examples/replay/demo_*.json) and the "
                       "built-in tiny model: offline, a few minutes on two cores.", highlight=False)
-    if not no_preflight:
+    if not values["no_preflight"]:
         from unscaffold.collect.preflight import check_models, check_training
 
         try:
             check_models([("--student", config.student), ("--hstar-student", config.hstar_student),
                           ("--reviewer", config.reviewer)], "local")
-            check_training(model)
+            check_training(config.model)
         except UnscaffoldError as e:
             fail(e)
     demo = Demo(config, console=Console())
@@ -588,12 +488,18 @@ def demo_command(
         demo.summary()
         fail(e)
     demo.summary()
-    if model == TINY:
+    if config.model == TINY:
         demo.settings()
         Console().print(PLUMBING, style="yellow", highlight=False)
     Console().print(REAL, highlight=False, soft_wrap=True)
+    out = config.out
     Console().print(f"reports: {out / 'compare.html'}  {out / 'behaviors.html'}  {out / 'collect' / 'report.html'}",
                     highlight=False)
+
+
+app.command("demo")(command_from_model(DemoConfig, "demo", [
+    switch("no_preflight", "--no-preflight", NO_PREFLIGHT_HELP),
+], demo_command))
 
 
 def main() -> None:

@@ -1,13 +1,17 @@
 """Command-line options made from a pydantic settings model, so a setting is declared and documented once.
 
 A field with `json_schema_extra={"flag": "--name"}` becomes that option, its description the help, its
-default the default; nested models (agent, sandbox settings) contribute theirs. Values come from the
-flags given, else from `--config FILE.toml` (the model's own shape), else the model's defaults."""
+default the default; nested models (agent, sandbox settings, a budget) contribute theirs. Values come
+from the flags given, else from `--config FILE` (TOML or YAML, the model's own shape, optionally under a
+table named after the command), else the model's defaults.
+
+Other keys of `json_schema_extra` shape the option: `repeat` (a list given by repeating the flag; other
+lists are comma-separated text), `text` (parsed by the model, not the command line: e.g. `auto|true|false`)
+and `show_default: false` (a default that says nothing useful, such as a path on this machine)."""
 
 from __future__ import annotations
 
 import inspect
-import tomllib
 import types
 import typing
 from collections.abc import Callable
@@ -20,21 +24,40 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from unscaffold.errors import InputError
+from unscaffold.cli_exit import fail
+from unscaffold.config_file import read_config_file, unknown_key
+from unscaffold.errors import InputError, UnscaffoldError
 
 CONFIG_FLAG = "--config"
+SETTINGS_MODEL = "settings_model"  # the attribute naming a generated command's model (tests walk the app by it)
+
+
+def _extra(field: FieldInfo) -> dict[str, Any]:
+    return field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+
+
+def _nested_model(field: FieldInfo) -> type[BaseModel] | None:
+    kind = field.annotation
+    return kind if isinstance(kind, type) and issubclass(kind, BaseModel) else None
 
 
 class ModelOption:
     """One option: the field's dotted path in the model and its flag."""
 
-    def __init__(self, path: str, flag: str, field: FieldInfo) -> None:
-        self.path, self.flag, self.field = path, flag, field
+    def __init__(self, path: str, field: FieldInfo) -> None:
+        extra = _extra(field)
+        self.path, self.field, self.flag = path, field, str(extra["flag"])
+        self.repeat, self.text = bool(extra.get("repeat")), bool(extra.get("text"))
+        self.show_default = bool(extra.get("show_default", True))
         self.param = path.replace(".", "__")
 
     def annotation(self) -> Any:
-        """What the command line parses: lists come as comma-separated text; every option may be absent
-        (the config file or the model default fills it)."""
+        """What the command line parses: lists come as comma-separated text (or a repeated flag); every
+        option may be absent (the config file or the model default fills it)."""
+        if self.repeat:
+            return list[str] | None
+        if self.text:
+            return str | None
         kind = self.field.annotation
         args = [a for a in typing.get_args(kind) if a is not type(None)]
         if typing.get_origin(kind) in (typing.Union, types.UnionType) and len(args) == 1:
@@ -43,9 +66,19 @@ class ModelOption:
             kind = str
         return kind | None
 
+    def default(self) -> Any:
+        """The field's default as the command line spells it (a comma-separated list as text)."""
+        value = self.field.get_default(call_default_factory=True)
+        if value is PydanticUndefined:
+            return None
+        if isinstance(value, list) and not self.repeat:
+            return ",".join(map(str, value)) or None
+        return value
+
     def parameter(self) -> inspect.Parameter:
-        default = None if self.field.default is PydanticUndefined else self.field.default
-        option = typer.Option(self.flag, help=self.field.description, show_default=default is not None)
+        default = self.default()
+        option = typer.Option(self.flag, help=self.field.description,
+                              show_default=self.show_default and default not in (None, []))
         return inspect.Parameter(self.param, inspect.Parameter.KEYWORD_ONLY, default=default,
                                  annotation=Annotated[self.annotation(), option])
 
@@ -53,13 +86,11 @@ class ModelOption:
 def model_options(model: type[BaseModel], prefix: str = "") -> list[ModelOption]:
     options = []
     for name, field in model.model_fields.items():
-        kind = field.annotation
-        if isinstance(kind, type) and issubclass(kind, BaseModel):
-            options += model_options(kind, f"{prefix}{name}.")
-            continue
-        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
-        if "flag" in extra:
-            options.append(ModelOption(f"{prefix}{name}", str(extra["flag"]), field))
+        nested = _nested_model(field)
+        if nested is not None:
+            options += model_options(nested, f"{prefix}{name}.")
+        elif "flag" in _extra(field):
+            options.append(ModelOption(f"{prefix}{name}", field))
     return options
 
 
@@ -72,21 +103,15 @@ def _set(tree: dict[str, Any], path: str, value: Any) -> None:
     tree[leaf] = value
 
 
-def read_config_file(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(str(path), None, "file not found") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise InputError(str(path), None, f"invalid TOML: {e}") from None
-
-
 def build_settings(model: type[BaseModel], ctx: click.Context, given: dict[str, Any], fixed: dict[str, Any],
-                   config_file: Path | None) -> BaseModel:
+                   config_file: Path | None, section: str | None = None) -> BaseModel:
     """The model from the config file, the flags given on the command line (which win) and `fixed` values
     (e.g. positional arguments). A bad value names its flag, or the config file and its key."""
     options = model_options(model)
-    from_file = read_config_file(config_file) if config_file else {}
+    from_file = read_config_file(config_file, section) if config_file else {}
+    typo = unknown_key(model, from_file)
+    if typo:
+        raise InputError(f"{config_file}: {typo}", None, "not a setting of this command")
     data = dict(from_file)
     from_flags: dict[str, str] = {}
     for option in options:
@@ -99,13 +124,16 @@ def build_settings(model: type[BaseModel], ctx: click.Context, given: dict[str, 
         return model.model_validate(data)
     except ValidationError as e:
         error = e.errors()[0]
-        path = ".".join(str(part) for part in error["loc"])
+        loc = [str(part) for part in error["loc"]]
+        in_file = _paths(from_file)
+        paths = [".".join(loc[:n]) for n in range(len(loc), 0, -1)]  # `bf16.bool`: a union member of bf16
+        path = next((p for p in paths if p in from_flags or p in in_file), ".".join(loc))
         if path in from_flags:
             where = from_flags[path]
-        elif config_file and path in _paths(from_file):
+        elif config_file and path in in_file:
             where = f"{config_file}: {path}"
         else:  # e.g. a required setting given nowhere
-            where = next((o.flag for o in options if o.path == path), path)
+            where = next((o.flag for o in options if o.path == path), path or "options")
         raise InputError(where, None, error["msg"]) from None
 
 
@@ -118,21 +146,63 @@ def _paths(tree: dict[str, Any], prefix: str = "") -> set[str]:
     return out
 
 
-def command_from_model(model: type[BaseModel], leading: list[inspect.Parameter],
-                       body: Callable[..., None]) -> Callable[..., None]:
-    """A function typer can turn into a command: `leading` parameters (arguments, `ctx`), one option per
-    flagged field of `model`, and `--config`; `body(ctx, config_file, given)` receives the values."""
-    config_option = inspect.Parameter(
+def config_table(command: str) -> str:
+    """The table of a config file that holds a command's settings: `train_sft`, `rescue_train`."""
+    return command.replace("-", "_").replace(" ", "_")
+
+
+def config_option(command: str) -> inspect.Parameter:
+    return inspect.Parameter(
         "config_file", inspect.Parameter.KEYWORD_ONLY, default=None,
-        annotation=Annotated[Path | None, typer.Option(CONFIG_FLAG, help="A TOML file of these settings (the "
-                                                       "flags given here win).")])
-    params = [*leading, *(o.parameter() for o in model_options(model)), config_option]
+        annotation=Annotated[Path | None, typer.Option(
+            CONFIG_FLAG, help=f"A TOML or YAML file of these settings, at its top or in a table "
+            f"`{config_table(command)}` (the flags given here win).")])
 
-    def command(**values: Any) -> None:
-        body(values)
 
-    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    command.__annotations__ = {p.name: p.annotation for p in params}
-    command.__doc__ = body.__doc__
-    command.__name__ = body.__name__
-    return command
+def command_from_model(model: type[BaseModel], command: str, leading: list[inspect.Parameter],
+                       body: Callable[[Any, dict[str, Any]], None]) -> Callable[..., None]:
+    """A function typer can turn into command `command`: `leading` parameters (arguments, and options that
+    are not settings, such as `--no-preflight`), one option per flagged field of `model`, and `--config`.
+    A leading parameter named like a field is that setting. `body(settings, values)` receives the
+    validated model and every parameter's value; a bad setting ends the command with one line, exit 2."""
+    context = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)
+    params = [context, *leading, *(o.parameter() for o in model_options(model)), config_option(command)]
+    section = config_table(command)
+
+    def run(**values: Any) -> None:
+        fixed = {p.name: values[p.name] for p in leading if p.name in model.model_fields}
+        try:
+            settings = build_settings(model, values["ctx"], values, fixed, values["config_file"], section)
+        except UnscaffoldError as e:
+            fail(e)
+        body(settings, values)
+
+    run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in params}
+    run.__doc__ = body.__doc__
+    run.__name__ = body.__name__
+    setattr(run, SETTINGS_MODEL, model)
+    return run
+
+
+def argument(name: str, kind: Any, help: str, default: Any = inspect.Parameter.empty) -> inspect.Parameter:
+    """A positional argument of a generated command (a setting where `name` is a field)."""
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                             annotation=Annotated[kind, typer.Argument(help=help)])
+
+
+def setting_argument(model: type[BaseModel], name: str, kind: Any) -> inspect.Parameter:
+    """A positional argument that is the setting `name` of `model`, helped by the field's description."""
+    return argument(name, kind, model.model_fields[name].description or "")
+
+
+def switch(name: str, flag: str, help: str) -> inspect.Parameter:
+    """An on/off option of a generated command that is not a setting (e.g. `--no-preflight`)."""
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=False,
+                             annotation=Annotated[bool, typer.Option(flag, help=help)])
+
+
+def option(name: str, kind: Any, help: str, default: Any = inspect.Parameter.empty) -> inspect.Parameter:
+    """An option of a generated command that is not a setting (e.g. where a run writes)."""
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                             annotation=Annotated[kind, typer.Option(help=help)])

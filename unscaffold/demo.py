@@ -20,12 +20,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 from rich.console import Console
 from rich.table import Table
 
+from unscaffold.collect.models import DEFAULT_REPLACE_BUDGET
 from unscaffold.errors import UnscaffoldError
+from unscaffold.flags import comma_list_kept_empty, flag
 
 ROOT = Path(__file__).resolve().parent.parent
 REPLAYS = ROOT / "examples" / "replay"
@@ -58,22 +61,42 @@ REAL = """To produce real figures, run the same pipeline with real models, for e
 (empty task lists take the whole train and test splits; --sft-steps 0 trains the full 2 epochs)."""
 
 
-class DemoConfig(BaseModel):
-    """Every knob of the demo; the defaults run offline in minutes on two cores."""
+DemoTasks = Annotated[list[str] | None, BeforeValidator(comma_list_kept_empty)]
 
-    out: Path = Field(Path("runs/demo"), description="where every run, data set, adapter and report goes")
-    student: str = Field(f"replay:{REPLAYS / 'demo_student_h.json'}", description="the base student under h")
-    hstar_student: str = Field(f"replay:{REPLAYS / 'demo_student_hstar.json'}",
-                               description="the same base student under h* (a replay needs its own file)")
-    reviewer: str = Field(f"replay:{REPLAYS / 'demo_reviewer.json'}", description="the collection's reviewer")
-    model: str = Field(TINY, description=f"the base model to fine-tune (`{TINY}`: the built-in tiny model)")
-    train_tasks: list[str] | None = Field(None, description="collection tasks; None: the demo's, []: the split")
-    test_tasks: list[str] | None = Field(None, description="evaluation tasks; None: the demo's, []: the split")
-    sft_steps: int = Field(400, ge=0, description="optimiser steps of the LoRA SFT (0: the recipe's epochs)")
-    rescue_steps: int = Field(2, ge=0, description="rescue GRPO steps of the same base model on the same train "
-                              "tasks, with the suite's shipped pool (0: skip the rescue recipe)")
-    budget: int = Field(5, ge=0, description="REPLACE decisions per trial")
+
+class DemoConfig(BaseModel):
+    """Every knob of the demo; the defaults run offline in minutes on two cores. Fields with a `flag` are the
+    options of `unscaffold demo`."""
+
+    out: Path = Field(Path("runs/demo"), description="Folder for every run, data set, adapter and report.",
+                      json_schema_extra=flag("--out"))
+    student: str = Field(f"replay:{REPLAYS / 'demo_student_h.json'}", description="Base student under h (default: "
+                         "the shipped replay).", json_schema_extra=flag("--student", show_default=False))
+    hstar_student: str = Field(f"replay:{REPLAYS / 'demo_student_hstar.json'}", description="Base student under h* "
+                               "(default: the shipped replay; a replay needs its own file).",
+                               json_schema_extra=flag("--hstar-student", show_default=False))
+    reviewer: str = Field(f"replay:{REPLAYS / 'demo_reviewer.json'}", description="Reviewer of the collection "
+                          "(default: the shipped recorded reviewer).",
+                          json_schema_extra=flag("--reviewer", show_default=False))
+    model: str = Field(TINY, description=f"Base model to fine-tune: `{TINY}` (the built-in tiny model initialised "
+                       "for learning) or a path / hub id.", json_schema_extra=flag("--model"))
+    train_tasks: DemoTasks = Field(None, description="Collection task ids, comma-separated ('' = the train split; "
+                                   "default: the demo's).", json_schema_extra=flag("--train-tasks"))
+    test_tasks: DemoTasks = Field(None, description="Evaluation task ids ('' = the test split; default: the "
+                                  "demo's).", json_schema_extra=flag("--test-tasks"))
+    sft_steps: int = Field(400, ge=0, description="LoRA SFT steps (0: the recipe's 2 epochs).",
+                           json_schema_extra=flag("--sft-steps"))
+    rescue_steps: int = Field(2, ge=0, description="Rescue GRPO steps of the same base model on the same train "
+                              "tasks, with the suite's shipped pool (0: skip the rescue recipe).",
+                              json_schema_extra=flag("--rescue-steps"))
+    budget: int = Field(DEFAULT_REPLACE_BUDGET, ge=0, description="REPLACE decisions per trial")
     concurrency: int = Field(2, ge=1)
+
+    def shipped(self) -> bool:
+        """Whether the demo runs on the shipped recorded students and the built-in tiny model."""
+        fields = type(self).model_fields
+        return (self.student, self.hstar_student, self.model) == (
+            fields["student"].default, fields["hstar_student"].default, TINY)
 
 
 def demo_tasks(config: DemoConfig) -> tuple[list[str], list[str]]:

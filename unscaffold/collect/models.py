@@ -5,18 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from unscaffold.flags import Concurrency, DataFolder, SplitFile, TaskIds, Trials, flag
 from unscaffold.llm.types import Usage
 from unscaffold.minimal_harness.agent import AgentConfig
 from unscaffold.minimal_harness.sandbox.base import SandboxSettings
 from unscaffold.outcomes import Outcome
 
+DEFAULT_REPLACE_BUDGET = 5  # REPLACE decisions a reviewer may make per trial
 KNOWLEDGE_RECORD = "knowledge.json"  # written by a run that loaded K: where it was
-
-
-def _flag(name: str) -> dict[str, Any]:
-    return {"flag": name}
 
 
 class RunConfig(BaseModel):
@@ -26,50 +24,42 @@ class RunConfig(BaseModel):
     `config.json` of a run is this model."""
 
     suite: str = Field(description="Suite name: harbor, spreadsheet, retrosynthesis, appworld_lite, appworld.")
-    student: str = Field(description="Model spec or `oracle`.", json_schema_extra=_flag("--student"))
-    out: Path = Field(description="Run folder (re-running resumes it).", json_schema_extra=_flag("--out"))
-    data: Path | None = Field(None, description="Real data for the suite.", json_schema_extra=_flag("--data"))
-    split: str | None = Field(None, description="train or test.", json_schema_extra=_flag("--split"))
-    split_file: Path | None = Field(None, description="Real data's splits: JSON {\"train\": [...], \"validation\": "
-                                    "[...], \"test\": [...]} of task ids, or the text form (see splits/README.md).",
-                                    json_schema_extra=_flag("--split-file"))
-    task_ids: list[str] | None = Field(None, description="Comma-separated task ids.",
-                                       json_schema_extra=_flag("--tasks"))
-    trials: int = Field(1, ge=1, description="Trials per task.", json_schema_extra=_flag("--trials"))
-    concurrency: int = Field(1, ge=1, description="Trials at once.", json_schema_extra=_flag("--concurrency"))
+    student: str = Field(description="Model spec or `oracle`.", json_schema_extra=flag("--student"))
+    out: Path = Field(description="Run folder (re-running resumes it).", json_schema_extra=flag("--out"))
+    data: DataFolder = None
+    split: str | None = Field(None, description="train or test.", json_schema_extra=flag("--split"))
+    split_file: SplitFile = None
+    task_ids: TaskIds = None
+    trials: Trials = 1
+    concurrency: Concurrency = 1
     harness: str = Field("minimal", description="minimal, hstar (the suite bank), a bank folder, or route:POOL "
                          "(rank-1 routing: each task under the sibling --router ranks first; POOL a pool.toml, "
-                         "or `shipped` for the suite's own pool).", json_schema_extra=_flag("--harness"))
+                         "or `shipped` for the suite's own pool).", json_schema_extra=flag("--harness"))
     opening: str | None = Field(None, description="How an episode starts: plain (the system prompt, then the task) "
                                 "or demonstration (AppWorld's official first turn: a worked example, then the "
                                 "task; the appworld suite's default). Default: the suite's.",
-                                json_schema_extra=_flag("--opening"))
+                                json_schema_extra=flag("--opening"))
     router: str | None = Field(None, description="With --harness route:POOL: random, rule or adaptive (default: "
-                               "rule with --router-validation, else random).", json_schema_extra=_flag("--router"))
+                               "rule with --router-validation, else random).", json_schema_extra=flag("--router"))
     router_validation: Path | None = Field(None, description="With --harness route:POOL: the validation table the "
                                            "rule and adaptive routers read (`rescue validation` writes it).",
-                                           json_schema_extra=_flag("--router-validation"))
+                                           json_schema_extra=flag("--router-validation"))
     reviewer: str | None = Field(None, description="Reviewer: a model spec, replay:FILE, rules, cascade:SPEC, "
                                  "passthrough. With one, the run is a collection.",
-                                 json_schema_extra=_flag("--reviewer"))
+                                 json_schema_extra=flag("--reviewer"))
     knowledge: Path | None = Field(None, description="K for the reviewer (default: the suite's).",
-                                   json_schema_extra=_flag("--knowledge"))
-    budget: int = Field(5, ge=0, description="REPLACE decisions allowed per trial.",
-                        json_schema_extra=_flag("--budget"))
+                                   json_schema_extra=flag("--knowledge"))
+    budget: int = Field(DEFAULT_REPLACE_BUDGET, ge=0, description="REPLACE decisions allowed per trial.",
+                        json_schema_extra=flag("--budget"))
     reviewer_concurrency: int | None = Field(None, ge=1, description="Reviewer calls in flight at once.",
-                                             json_schema_extra=_flag("--reviewer-concurrency"))
+                                             json_schema_extra=flag("--reviewer-concurrency"))
     infra_retries: int = Field(2, ge=0, description="Re-runs of a trial whose machinery failed.",
-                               json_schema_extra=_flag("--infra-retries"))
+                               json_schema_extra=flag("--infra-retries"))
     executor: str = Field("local", description="Where trials run: local (threads), ray (a local Ray instance) or "
                           "ray:ADDRESS (a cluster; `auto` or ray://host:10001), optionally ?cpus=N&memory=SIZE.",
-                          json_schema_extra=_flag("--executor"))
+                          json_schema_extra=flag("--executor"))
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     agent: AgentConfig = Field(default_factory=AgentConfig)
-
-    @field_validator("task_ids", mode="before")
-    @classmethod
-    def _split_task_ids(cls, value: Any) -> Any:
-        return ([t for t in value.split(",") if t] or None) if isinstance(value, str) else value
 
     @model_validator(mode="before")
     @classmethod

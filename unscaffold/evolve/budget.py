@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from unscaffold.errors import UnscaffoldError
+from unscaffold.flags import flag
 
 LLM_LOG = "llm.jsonl"
 
@@ -18,11 +19,16 @@ class BudgetExhausted(UnscaffoldError):
 
 
 class Budget(BaseModel):
-    max_calls: int | None = Field(None, ge=1, description="analyst, editor and student model calls")
-    max_tokens: int | None = Field(None, ge=1, description="input plus output tokens of every model")
-    max_usd: float | None = Field(None, gt=0, description="priced with price_in/price_out per million tokens")
-    price_in_per_mtok: float = Field(0.0, ge=0)
-    price_out_per_mtok: float = Field(0.0, ge=0)
+    max_calls: int | None = Field(None, ge=1, description="Budget: model calls (analyst, editor and student).",
+                                  json_schema_extra=flag("--max-calls"))
+    max_tokens: int | None = Field(None, ge=1, description="Budget: input plus output tokens of every model.",
+                                   json_schema_extra=flag("--max-tokens"))
+    max_usd: float | None = Field(None, gt=0, description="Budget: USD, priced with --price-in/--price-out.",
+                                  json_schema_extra=flag("--max-usd"))
+    price_in_per_mtok: float = Field(0.0, ge=0, description="USD per million input tokens.",
+                                     json_schema_extra=flag("--price-in"))
+    price_out_per_mtok: float = Field(0.0, ge=0, description="USD per million output tokens.",
+                                      json_schema_extra=flag("--price-out"))
 
 
 class Spent(BaseModel):

@@ -15,7 +15,7 @@ from unscaffold.knowledge.compiler import compile_k, lint_k
 from unscaffold.knowledge.hstar import MOUNT_POINT, script_command
 from unscaffold.knowledge.kfolder import load_k
 from unscaffold.minimal_harness.sandbox import SandboxConfig, open_sandbox
-from unscaffold.minimal_harness.sandbox.base import Mount, SandboxKind
+from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, Mount, SandboxKind
 from unscaffold.reviewer.submission import InvalidSubmission
 
 SAMPLE_CONTEXT = {
@@ -23,9 +23,6 @@ SAMPLE_CONTEXT = {
     "after_command": {"command": "ls", "output": "", "exit_code": 0, "turn": 1},
     "before_finish": {"final_answer": "done", "turn": 1},
 }
-CHECK_TIMEOUT_S = 60.0
-
-
 def run_checks(bank: Bank, kind: SandboxKind) -> None:
     """Each check must decide (exit 0 passes, 1 blocks) on a sample context in an empty workspace."""
     for check in bank.manifest.checks:
@@ -34,7 +31,7 @@ def run_checks(bank: Bank, kind: SandboxKind) -> None:
                                                  mounts=[Mount(source=bank.root, target=MOUNT_POINT)]))
             try:
                 context = {"hook": check.hook, **SAMPLE_CONTEXT[check.hook]}
-                result = sandbox.execute(script_command(check.script, context), timeout_s=CHECK_TIMEOUT_S)
+                result = sandbox.execute(script_command(check.script, context), timeout_s=DEFAULT_COMMAND_TIMEOUT_S)
             finally:
                 sandbox.close()
         if result.exit_code not in (0, 1):

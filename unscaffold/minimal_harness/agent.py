@@ -5,10 +5,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import BaseModel, Field
 
 from unscaffold.errors import ModelError
+from unscaffold.flags import flag
 from unscaffold.llm.base import Model
 from unscaffold.llm.types import AssistantResponse, Message
 from unscaffold.minimal_harness.harness import Harness, MinimalHarness
@@ -18,6 +20,8 @@ from unscaffold.minimal_harness.tool import format_problem
 from unscaffold.minimal_harness.trajectory import ExitStatus, StepRecord, Trajectory, TrajectoryWriter, now_iso
 
 # Sees the visible transcript and the proposal; returns what will run (the proposal itself to pass).
+DEFAULT_MAX_TURNS = 40
+MaxTurns = Annotated[int, Field(ge=1, description="Student turns per trial.", json_schema_extra=flag("--max-turns"))]
 ReviewHook = Callable[[list[Message], AssistantResponse], AssistantResponse]
 
 
@@ -29,7 +33,7 @@ class AgentConfig(BaseModel):
     """The limits and prices of one trial's agent loop. Each field is documented here once: `unscaffold run`
     builds its options (`flag`) and their help from these fields. The command timeout belongs to the sandbox."""
 
-    max_turns: int = Field(40, ge=1, description="Student turns per trial.", json_schema_extra={"flag": "--max-turns"})
+    max_turns: MaxTurns = DEFAULT_MAX_TURNS
     max_wall_s: float | None = Field(None, gt=0, description="Seconds per trial (a task's own limit wins when "
                                      "smaller).", json_schema_extra={"flag": "--max-wall"})
     max_cost_usd: float | None = Field(None, gt=0, description="USD of student tokens per trial.",

@@ -14,11 +14,7 @@ from typing import Any
 from unscaffold.iojson import write_json_atomic
 from unscaffold.rescue.pool import BASE, Pool
 from unscaffold.rescue.routers import Router, TaskView
-
-
-def default_router(router: str | None, validation: Path | None) -> str:
-    """The validation-rule router where validation runs exist (the public default), else random."""
-    return router or ("rule" if validation else "random")
+from unscaffold.rescue.settings import default_router
 
 
 def route_tasks(router: Router, tasks: list[TaskView]) -> dict[str, list[str]]:

@@ -31,36 +31,12 @@ success rate (rescued groups with any success), extra rollouts over plain GRPO, 
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
+
+from unscaffold.rescue.settings import Knobs
 
 METHODS = ("grpo", "same_harness", "random", "rule", "adaptive")
 SWEEP_VALUES = (0.0, 0.25, 0.5, 0.75, 1.0)
-
-
-class Knobs(BaseModel):
-    locality: float = Field(0.8, ge=0, le=1)
-    complementarity: float = Field(0.8, ge=0, le=1)
-    nonstationarity: float = Field(0.15, ge=0)
-    improvement: float = Field(0.25, ge=0)
-    transfer: float = Field(0.5, ge=0, le=1, description="share of what an effective rescue group under siblings "
-                            "teaches that carries back to the base harness")
-    tasks: int = 96
-    validation_tasks: int = 48
-    causes: int = 10
-    siblings: int = 20
-    k: int = 8
-    steps: int = 20
-    base_logit: float = -2.5
-    gain: float = Field(2.5, description="logit a sibling adds on tasks of each of the 2 causes it repairs")
-    harm: float = Field(3.5, description="logit it takes from tasks of each of the 2 causes it breaks")
-    rule_precision: float = Field(0.6, ge=0, le=1, description="input: share of the rule router's neighbours "
-                                  "that share the task's cause")
-    adaptive_precision: float = Field(0.85, ge=0, le=1, description="input: the same for each adaptive voter")
-    voters: int = 3
-    neighbours: int = 5
-    validation_trials: int = 2
-    reanchor_every: int = 5
-    repeats: int = 4
 
 
 class MethodResult(BaseModel):

@@ -13,19 +13,22 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
 from unscaffold.benchmarks.base import Suite
 from unscaffold.benchmarks.splits import refuse_test_tasks
 from unscaffold.errors import InputError
+from unscaffold.flags import DataFolder, SplitFile, TaskIds, comma_list_kept_empty, flag
 from unscaffold.iojson import append_jsonl, write_json_atomic
-from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, SandboxKind
+from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, SandboxChoice
 from unscaffold.rescue.groups import SUCCESS, GroupOutcome, effective, step_stats
 from unscaffold.rescue.objective import CORRECTION_CAP, EPS_HIGH, EPS_LOW, ObjectiveConfig, grpo_objective_args
 from unscaffold.rescue.pool import BASE
 from unscaffold.rescue.routers import ROUTERS, ControlRouter, Router, TaskView, pick, prefers_base
+from unscaffold.rescue.settings import PoolFile, Profilers, ValidationTable, Voters, default_router
+from unscaffold.sft.config import LORA_ALPHA, LORA_RANK, RECIPE_SEED
 
 METRICS = "metrics.jsonl"
 TRL_LOG = "trl_log.jsonl"  # TRL's own per-optimiser-step logs: loss, clip ratios, entropy
@@ -40,46 +43,73 @@ def rescue_harnesses(router: Router, task: TaskView, k: int) -> list[str]:
 
 
 class RescueTrainConfig(BaseModel):
-    suite: str
-    model: str = Field(description="a local checkpoint folder, or `tiny` (the offline test model)")
-    out: Path
-    pool: Path | None = Field(None, description="pool.toml (default: the one shipped for the suite)")
+    """Everything `unscaffold rescue train` is told; fields with a `flag` are its options."""
+
+    suite: str = Field(description="Suite to train on.")
+    model: str = Field(description="A local checkpoint folder, or `tiny` (the offline test model).",
+                       json_schema_extra=flag("--model"))
+    out: Path = Field(description="Run folder: metrics.jsonl, adapter/, summary.json, metrics.html.",
+                      json_schema_extra=flag("--out"))
+    pool: PoolFile = None
     router: Literal["none", "same", "fixed", "random", "rule", "adaptive"] = Field(
-        "random", description="the method: none (plain GRPO), same (the failed group re-sampled under the base "
-        "harness), fixed (the pool in its own order for every task), or a sibling router")
-    validation: Path | None = Field(None, description="validation table JSON for rule and adaptive routers")
-    profilers: list[str] = Field(default_factory=list, description="model specs writing the adaptive profiles")
-    voters: list[str] = Field(default_factory=list, description="model specs voting (default: the profilers)")
-    split: str | None = "train"
-    task_ids: list[str] | None = None
-    data: Path | None = None
-    split_file: Path | None = Field(None, description="real data's train/validation/test ids; test ids are refused")
-    max_steps: int = Field(10, ge=1)
-    k: int = Field(8, ge=2, description="rollouts per task under the base harness, and siblings per rescue")
-    tasks_per_step: int = Field(4, ge=1, description="groups (tasks) per generation batch")
-    steps_per_generation: int = Field(2, ge=1, description="optimiser steps each generation batch is split into; "
-                                      "K * tasks_per_step must divide by it")
-    num_iterations: int = Field(1, ge=1, description="passes over each generation batch")
-    learning_rate: float = Field(1e-5, gt=0)
-    max_completion_length: int = Field(256, ge=8, description="tokens per rollout, tool observations included")
+        "random", description="none (plain GRPO), same (re-sample under the base harness), fixed (the pool in "
+        "order), random, rule or adaptive (default: rule with --validation, else random).",
+        json_schema_extra=flag("--router", show_default=False))
+    validation: ValidationTable = None
+    profilers: Profilers
+    voters: Voters
+    split: str | None = Field("train", description="The split the tasks come from.",
+                              json_schema_extra=flag("--split"))
+    task_ids: TaskIds = None
+    data: DataFolder = None
+    split_file: SplitFile = None
+    max_steps: int = Field(10, ge=1, description="Optimiser steps.", json_schema_extra=flag("--max-steps"))
+    k: int = Field(8, ge=2, description="Rollouts per task, and siblings per rescue.", json_schema_extra=flag("--k"))
+    tasks_per_step: int = Field(4, ge=1, description="Tasks (groups) per generation batch.",
+                                json_schema_extra=flag("--tasks-per-step"))
+    steps_per_generation: int = Field(2, ge=1, description="Optimiser steps per generation batch (> 1: the clip "
+                                      "acts); K * tasks_per_step must divide by it.",
+                                      json_schema_extra=flag("--steps-per-generation"))
+    num_iterations: int = Field(1, ge=1, description="Passes over each generation batch.",
+                                json_schema_extra=flag("--num-iterations"))
+    learning_rate: float = Field(1e-5, gt=0, description="Peak learning rate.",
+                                 json_schema_extra=flag("--learning-rate"))
+    max_completion_length: int = Field(256, ge=8, description="Tokens per rollout, tool observations included.",
+                                       json_schema_extra=flag("--max-completion-length"))
     max_tool_calls: int = Field(8, ge=1, description="tool-calling iterations per rollout")
     temperature: float = Field(1.0, gt=0)
-    lora_r: int = 32
-    lora_alpha: int = 32
+    lora_r: int = LORA_RANK
+    lora_alpha: int = LORA_ALPHA
     eps_low: float = EPS_LOW
     eps_high: float = EPS_HIGH
     correction_cap: float = CORRECTION_CAP
     success: float = SUCCESS
-    use_vllm: bool = Field(False, description="generate with vLLM (then q is vLLM's and the correction applies)")
-    vllm_mode: Literal["colocate", "server"] = "colocate"
-    sandbox: SandboxKind = "local"
+    use_vllm: bool = Field(False, description="Generate with vLLM (GPU; then q is vLLM's and the correction "
+                           "applies).", json_schema_extra=flag("--use-vllm"))
+    vllm_mode: Literal["colocate", "server"] = Field("colocate", description="colocate (server mode is refused).",
+                                                     json_schema_extra=flag("--vllm-mode"))
+    sandbox: SandboxChoice = "local"
     command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S
-    seed: int = 42
-    reanchor_every: int | None = Field(None, ge=1, description="steps between re-anchorings of the router")
-    reanchor_tasks: list[str] = Field(default_factory=list, description="validation task ids the checkpoint runs")
-    reanchor_split: str | None = Field(None, description="the split the validation task ids come from")
-    reanchor_max_turns: int = Field(10, ge=1)
-    reanchor_max_new_tokens: int = Field(512, ge=1)
+    seed: int = Field(RECIPE_SEED, description="Seed.", json_schema_extra=flag("--seed"))
+    reanchor_every: int | None = Field(None, ge=1, description="Steps between re-anchorings of the router on the "
+                                       "current policy's validation runs.", json_schema_extra=flag("--reanchor-every"))
+    reanchor_tasks: Annotated[list[str], BeforeValidator(comma_list_kept_empty)] = Field(
+        default_factory=list, description="Comma-separated validation task ids the checkpoint runs.",
+        json_schema_extra=flag("--reanchor-tasks"))
+    reanchor_split: str | None = Field(None, description="Split of the validation task ids.",
+                                       json_schema_extra=flag("--reanchor-split"))
+    reanchor_max_turns: int = Field(10, ge=1, description="Turns per validation run.",
+                                    json_schema_extra=flag("--reanchor-max-turns"))
+    reanchor_max_new_tokens: int = Field(512, ge=1, description="Tokens per validation turn.",
+                                         json_schema_extra=flag("--reanchor-max-new-tokens"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_router(cls, data: Any) -> Any:
+        """No router named: the validation-rule router where a validation table is given, else random."""
+        if isinstance(data, dict) and data.get("router") is None:
+            data = {**data, "router": default_router(None, data.get("validation"))}
+        return data
 
 
 def check_options(config: RescueTrainConfig) -> None:

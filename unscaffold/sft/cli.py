@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -13,18 +13,16 @@ from rich.table import Table
 from rich.text import Text
 
 from unscaffold.cli_exit import fail
+from unscaffold.cli_options import argument, command_from_model, option, setting_argument, switch
+from unscaffold.command_settings import InspectSftSettings, MergeSettings
 from unscaffold.errors import InputError, UnscaffoldError
+from unscaffold.sft.config import TrainConfig
 from unscaffold.terminal_text import clean
 
 
-def inspect_sft_command(
-    data: Annotated[Path, typer.Argument(help="DATA.jsonl: build-sft rows or TRL conversational rows.")],
-    model: Annotated[str, typer.Option(help="Tokenizer and chat template: a path, a hub id, or tiny[:TEMPLATE].")],
-    row: Annotated[int, typer.Option(help="Row index (0-based, blank lines skipped).")] = 0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the segments [{text, trained}] as JSON.")] = False,
-    split_turns: Annotated[bool, typer.Option("--split-turns", help="Show one sample per assistant turn.")] = False,
-) -> None:
+def inspect_sft_command(s: InspectSftSettings, values: dict[str, Any]) -> None:
     """Show a row exactly as the loss sees it: trained spans marked, context plain."""
+    data, model, row, as_json, split_turns = s.data, s.model, s.row, s.as_json, s.split_turns
     from unscaffold.sft.data import parse_row
     from unscaffold.sft.render import RenderError, render_row, segments
     from unscaffold.sft.train import load_tokenizer
@@ -71,50 +69,11 @@ def _nth_row(data: Path, n: int) -> Any:
         raise InputError(str(data), f"row {n}", f"invalid JSON: {e.msg}") from None
 
 
-def train_sft_command(
-    data: Annotated[Path, typer.Argument(help="DATA.jsonl: build-sft rows or TRL conversational rows.")],
-    out: Annotated[Path, typer.Option(help="Run folder: adapter, train_config.json, train_log.jsonl, summary.json, "
-                                      "loss.png, checkpoints/.")],
-    config: Annotated[Path | None, typer.Option(help="TOML or YAML file with any of the settings below.")] = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue from the last checkpoint in --out.")] = False,
-    model: Annotated[str | None, typer.Option(help="Base model: path, hub id, or tiny[:TEMPLATE]. [tiny]")] = None,
-    lora_r: Annotated[int | None, typer.Option(help="LoRA rank. [32]")] = None,
-    lora_alpha: Annotated[int | None, typer.Option(help="LoRA alpha. [32]")] = None,
-    lora_dropout: Annotated[float | None, typer.Option(help="LoRA dropout. [0.0]")] = None,
-    target_modules: Annotated[str | None, typer.Option(help="all-linear or comma-separated names.")] = None,
-    learning_rate: Annotated[float | None, typer.Option(help="Peak learning rate. [2e-4]")] = None,
-    warmup_ratio: Annotated[float | None, typer.Option(help="Warm-up share of steps. [0.05]")] = None,
-    min_lr: Annotated[float | None, typer.Option(help="Learning rate at the end of the decay. [1e-6]")] = None,
-    lr_scheduler: Annotated[str | None, typer.Option(help="cosine_with_min_lr or linear_to_min_lr.")] = None,
-    epochs: Annotated[float | None, typer.Option(help="Passes over the data. [2]")] = None,
-    max_steps: Annotated[int | None, typer.Option(help="Stop after N optimizer steps (overrides epochs).")] = None,
-    batch_size: Annotated[int | None, typer.Option(help="Effective batch over all devices. [8]")] = None,
-    per_device_batch_size: Annotated[int | None, typer.Option(help="Samples per forward pass. [1]")] = None,
-    max_length: Annotated[int | None, typer.Option(help="Longest sample; longer are dropped. [65536]")] = None,
-    split_turns: Annotated[bool | None, typer.Option("--split-turns/--no-split-turns",
-                                                     help="One sample per assistant turn.")] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed. [42]")] = None,
-    bf16: Annotated[str | None, typer.Option(help="auto, true or false. [auto]")] = None,
-    gradient_checkpointing: Annotated[bool | None, typer.Option(
-        "--gradient-checkpointing/--no-gradient-checkpointing", help="Recompute activations. [on]")] = None,
-    padding_free: Annotated[str | None, typer.Option(help="auto, true or false. [auto]")] = None,
-    attn_implementation: Annotated[str | None, typer.Option(help="auto, sdpa, eager, flash_attention_2.")] = None,
-    weight_decay: Annotated[float | None, typer.Option(help="AdamW weight decay. [0]")] = None,
-    max_grad_norm: Annotated[float | None, typer.Option(help="Gradient clipping. [1.0]")] = None,
-    logging_steps: Annotated[int | None, typer.Option(help="Steps per log line. [1]")] = None,
-    save_steps: Annotated[int | None, typer.Option(help="Steps per checkpoint. [50]")] = None,
-    save_total_limit: Annotated[int | None, typer.Option(help="Checkpoints kept. [2]")] = None,
-    no_preflight: Annotated[bool, typer.Option("--no-preflight", help="Skip the check that the base model's "
-                                               "config loads before training.")] = False,
-) -> None:
+def train_sft_command(settings: TrainConfig, values: dict[str, Any]) -> None:
     """LoRA SFT on build-sft rows (TRL + PEFT); defaults are the published recipe. Runs under accelerate launch."""
-    from unscaffold.sft.config import FIELDS, resolve_config
-
-    values = locals()
-    overrides = {k: _tristate(values[k]) if k in ("bf16", "padding_free") else values[k] for k in FIELDS}
+    data, out, resume = values["data"], values["out"], values["resume"]
     try:
-        settings = resolve_config(config, overrides)
-        if not no_preflight and not resume:
+        if not values["no_preflight"] and not resume:
             from unscaffold.collect.preflight import check_training
 
             check_training(settings.model)
@@ -143,22 +102,9 @@ def train_sft_command(
                     highlight=False)
 
 
-def _tristate(value: str | None) -> bool | str | None:
-    if value is None or value == "auto":
-        return value
-    if value.lower() in ("true", "1", "yes", "on"):
-        return True
-    if value.lower() in ("false", "0", "no", "off"):
-        return False
-    raise typer.BadParameter(f"{value!r}: use auto, true or false")
-
-
-def merge_command(
-    adapter: Annotated[Path, typer.Argument(help="A train-sft folder (PEFT adapter).")],
-    out: Annotated[Path, typer.Option(help="Folder for the merged weights and tokenizer.")],
-    base: Annotated[str | None, typer.Option(help="Base model (default: the one the adapter records).")] = None,
-) -> None:
+def merge_command(s: MergeSettings, values: dict[str, Any]) -> None:
     """Merge a LoRA adapter into its base model: one checkpoint vLLM or SGLang can serve."""
+    adapter, out, base = s.adapter, s.out, s.base
     from unscaffold.sft.merge import merge_adapter
 
     try:
@@ -170,6 +116,14 @@ def merge_command(
 
 def register(app: typer.Typer) -> None:
     """Add the SFT commands to the `unscaffold` command."""
-    app.command("inspect-sft")(inspect_sft_command)
-    app.command("train-sft")(train_sft_command)
-    app.command("merge")(merge_command)
+    app.command("inspect-sft")(command_from_model(InspectSftSettings, "inspect-sft", [
+        setting_argument(InspectSftSettings, "data", Path)], inspect_sft_command))
+    app.command("train-sft")(command_from_model(TrainConfig, "train-sft", [
+        argument("data", Path, "DATA.jsonl: build-sft rows or TRL conversational rows."),
+        option("out", Path, "Run folder: adapter, train_config.json, train_log.jsonl, summary.json, loss.png, "
+               "checkpoints/."),
+        switch("resume", "--resume", "Continue from the last checkpoint in --out."),
+        switch("no_preflight", "--no-preflight", "Skip the check that the base model's config loads before training."),
+    ], train_sft_command))
+    app.command("merge")(command_from_model(MergeSettings, "merge", [
+        setting_argument(MergeSettings, "adapter", Path)], merge_command))

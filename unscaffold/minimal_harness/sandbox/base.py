@@ -5,11 +5,12 @@ from __future__ import annotations
 import resource
 import typing
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Annotated, Literal, Protocol
 
 from pydantic import BaseModel, Field, field_validator
 
 from unscaffold.bounded import capped
+from unscaffold.flags import flag
 from unscaffold.minimal_harness.sandbox.result import ExecResult
 
 __all__ = ["ExecResult", "Limits", "Mount", "Sandbox", "SandboxConfig", "SandboxKind", "SandboxSettings"]
@@ -26,6 +27,11 @@ def sandbox_kind(value: str) -> SandboxKind:
         raise UnscaffoldError(f"--sandbox: unknown kind {value!r}; use {', '.join(kinds[:-1])} or {kinds[-1]}")
     return typing.cast(SandboxKind, value)
 DEFAULT_COMMAND_TIMEOUT_S = 60.0
+# The `--sandbox` and `--command-timeout` settings, as every command that runs trials declares them.
+SandboxChoice = Annotated[SandboxKind, Field(description="local (bubblewrap), docker, or none (no isolation).",
+                                             json_schema_extra=flag("--sandbox"))]
+CommandTimeout = Annotated[float, Field(gt=0, description="Seconds per command.",
+                                        json_schema_extra=flag("--command-timeout"))]
 DOCKER_ADVICE = "run it with `--sandbox docker` to build the task's image"  # what `local` cannot set up
 # The image the docker sandbox builds for the built-in suites when neither an image nor a build folder
 # is given: a Python with the suites' libraries (each suite lists its own in `benchmarks/<suite>/image/`),
@@ -68,10 +74,8 @@ class Limits(BaseModel):
 class SandboxSettings(BaseModel):
     """What a run chooses about its sandboxes (each trial's SandboxConfig is made from these and the task)."""
 
-    kind: SandboxKind = Field("local", description="local (bubblewrap), docker, or none (no isolation).",
-                              json_schema_extra={"flag": "--sandbox"})
-    command_timeout_s: float = Field(DEFAULT_COMMAND_TIMEOUT_S, gt=0, description="Seconds per command.",
-                                     json_schema_extra={"flag": "--command-timeout"})
+    kind: SandboxChoice = "local"
+    command_timeout_s: CommandTimeout = DEFAULT_COMMAND_TIMEOUT_S
     keep_workspace: bool = Field(False, description="Keep each trial's workspace and writable folders after it "
                                  "ends (by default, where the sandbox gives them a filesystem of their own, only "
                                  "the trial's record stays).", json_schema_extra={"flag": "--keep-workspace"})
