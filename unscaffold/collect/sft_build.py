@@ -121,13 +121,27 @@ def judge_row(traj: dict[str, Any], reviews: list[dict[str, Any]], prompt: str, 
     return row, None, None
 
 
+ONE_READ = 1 << 30  # Linux returns at most about 2 GiB from one read
+
+
 def read_if_exists(path: str) -> bytes | None:
-    """A file's bytes, or None when there is none (one system call fewer than asking first)."""
+    """A file's bytes, or None when there is none (one system call fewer than asking first). Read with
+    one `read` of the size `fstat` gives (no buffered file object, no terminal check)."""
     try:
-        with open(path, "rb") as f:
-            return f.read()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
+    try:
+        size = os.fstat(fd).st_size
+        data = os.read(fd, size + 1)
+        if len(data) <= size < ONE_READ:  # a short read of a regular file is its end
+            return data
+        parts = [data]  # the file grew since `fstat`, or is larger than one read returns
+        while chunk := os.read(fd, ONE_READ):
+            parts.append(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
 
 
 def read_reviews(path: Path | str) -> list[dict[str, Any]]:
@@ -319,15 +333,22 @@ def append_file(sink: BinaryIO, part: str) -> None:
 
 def judge_run(judge: Judge, trials: list[str], sink: BinaryIO, pool: ProcessPoolExecutor | None, parts: str
               ) -> Tally:
-    """Every trial of a run, rows in order; spread over the pool when there is one and enough trials."""
+    """Every trial of a run, rows in order; spread over the pool and this process when there is a pool and
+    enough trials. The workers take chunks from the front; this process takes them from the back, each
+    one whose future it can still cancel (so it works while the workers start), until the two meet."""
     if pool is None or len(trials) < PARALLEL_FROM:
         return judge_into(judge, trials, sink)
     chunks = [trials[i:i + CHUNK] for i in range(0, len(trials), CHUNK)]
     futures = [pool.submit(judge_part, judge, chunk, f"{parts}.{n}") for n, chunk in enumerate(chunks)]
+    own: dict[int, Tally] = {}
     tally = Tally()
     try:
+        for n in reversed(range(len(chunks))):
+            if not futures[n].cancel():  # a worker has it, so it has every chunk before it too (taken in order)
+                break
+            own[n] = judge_part(judge, chunks[n], f"{parts}.{n}")
         for n, future in enumerate(futures):
-            tally.add(future.result())
+            tally.add(own[n] if n in own else future.result())
             append_file(sink, f"{parts}.{n}")
     finally:
         for future in futures:
@@ -348,7 +369,8 @@ def build_sft(
     canaries: list[str] | None = None,
     workers: int | None = None,
 ) -> BuildReport:
-    """`workers`: processes for large runs (default: the machine's cores; 1 keeps everything in this one)."""
+    """`workers`: processes judging a large run, this one included (default: the machine's cores; 1 keeps
+    everything in this one)."""
     out = Path(out)
     report = BuildReport(runs=[str(r) for r in run_dirs], out=str(out), min_reward=None if keep_all else min_reward,
                          keep_all=keep_all)
@@ -371,9 +393,10 @@ def build_sft(
                 trials = sorted(e.path for e in os.scandir(trials_dir) if e.is_dir())
                 if pool is None and workers > 1 and len(trials) >= PARALLEL_FROM:
                     context = multiprocessing.get_context("forkserver")
-                    # imported once in the server, not once per worker (pyarrow: the leak scan's first pass)
-                    context.set_forkserver_preload([__name__, "pyarrow.compute"])
-                    pool = ProcessPoolExecutor(workers, mp_context=context)
+                    # imported once in the server, not once per worker (pyarrow: the leak scan's first pass
+                    # over many markers)
+                    context.set_forkserver_preload([__name__] + ["pyarrow.compute"] * markers.needs_automaton())
+                    pool = ProcessPoolExecutor(workers - 1, mp_context=context)  # this process is one more
                 tally.add(judge_run(Judge(markers, prompt, min_reward, keep_all, str(run_dir)), trials, sink, pool,
                                     f"{tmp}.run{index}.part"))
         os.replace(tmp, out)
