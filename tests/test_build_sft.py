@@ -217,6 +217,38 @@ def test_a_bad_file_in_a_worker_is_one_line_naming_it(tmp_path: Path, monkeypatc
     assert [p.name for p in tmp_path.iterdir() if p.is_file()] == []  # no part file left behind
 
 
+def _break(trial: Path, case: str) -> None:
+    traj = json.loads((trial / "trajectory.json").read_text())
+    if case == "no_messages":
+        del traj["messages"]
+    elif case == "no_role":
+        del traj["messages"][2]["role"]
+    elif case == "index":
+        traj["steps"][0]["message_index"] = "two"
+    elif case == "review":
+        (trial / "reviews.jsonl").write_text('{"turn": 1, "decision": "PASS"}\n5\n')
+    elif case == "result":
+        (trial / "result.json").write_text("[1]")
+    (trial / "trajectory.json").write_text(json.dumps(traj))
+
+
+@pytest.mark.parametrize(("case", "name", "message"), [
+    ("no_messages", "trajectory.json", "messages: Field required"),
+    ("no_role", "trajectory.json", "messages.2.role: Field required"),
+    ("index", "trajectory.json", "steps.0.message_index: Input should be a valid integer, unable to parse string "
+                                 "as an integer"),
+    ("review", "reviews.jsonl", "a review line is not as the harness writes it (AttributeError: 'int' object has no "
+                                "attribute 'get')"),
+    ("result", "result.json", "expected a JSON object"),
+])
+def test_a_file_of_the_wrong_shape_is_one_line_naming_file_and_field(tmp_path: Path, case: str, name: str,
+                                                                    message: str) -> None:
+    run_dir = _synthetic_run(tmp_path, 3)
+    _break(run_dir / "trials" / "t00001", case)
+    result = CliRunner().invoke(app, ["build-sft", str(run_dir), "--out", str(tmp_path / "d.jsonl")])
+    assert (result.exit_code, result.output) == (2, f"error: {run_dir / 'trials' / 't00001' / name}: {message}\n")
+
+
 SHIPPED_KS = [ROOT / "unscaffold" / "benchmarks" / suite / "k" for suite in ("spreadsheet", "retrosynthesis")]
 
 

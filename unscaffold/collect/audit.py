@@ -105,7 +105,7 @@ def _accepted_differs(messages: list[dict], steps: list[dict], reviews: list[dic
         calls = accepted.get("tool_calls") or ()
         if len(shown_calls) != len(calls):
             return True
-        for made, proposed in zip(shown_calls, calls):  # of equal length, checked above
+        for made, proposed in zip(shown_calls, calls, strict=True):
             args = proposed.get("arguments")
             if args is None:
                 args = proposed.get("raw_arguments")

@@ -30,6 +30,7 @@ from unscaffold.untrusted import REFUSED
 
 CHAT_KEYS = ("role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name")
 CHAT_KEY_SET = frozenset(CHAT_KEYS)
+ROW_NEEDS = ("messages", "tools", "task_id", "trial_id")  # what a row copies from its trajectory
 
 
 class DroppedTrial(BaseModel):
@@ -242,6 +243,8 @@ class Judge:
         if data is None:
             return Judged(DropReason.UNFINISHED)
         result = parse_fast(data, result_path)
+        if not isinstance(result, dict):
+            raise InputError(result_path, None, "expected a JSON object")
         # Never training data, whatever the reward and even with --keep-all: a trial the verifier, the
         # environment or the machinery failed, or one whose artifact was refused (a link, a special file).
         if result.get("outcome") in ERROR_OUTCOMES:
@@ -258,13 +261,38 @@ class Judge:
         if raw is None:
             return Judged(DropReason.NO_TRAJECTORY)
         traj = parse_fast(raw, path)
-        row, reason, hit = judge_row(traj, read_reviews(os.path.join(trial, "reviews.jsonl")), self.prompt, raw,
-                                     keep_all=self.keep_all)
+        reviews_path = os.path.join(trial, "reviews.jsonl")
+        try:
+            row, reason, hit = judge_row(traj, read_reviews(reviews_path), self.prompt, raw, keep_all=self.keep_all)
+        except (KeyError, TypeError, AttributeError, IndexError) as e:
+            raise shape_error(path, traj, reviews_path, e) from None
         if row is None:
             return Judged(reason, hit=hit)
         line = orjson.dumps(row)
         return Judged(None, line, len(row["masked_reasoning_turns"]), row["replacements"],
                       skip=opening_span(line, row, traj.get("opening_messages", 0)))
+
+
+def shape_error(path: str, traj: Any, reviews_path: str, error: Exception) -> InputError:
+    """A trajectory or review log the judging could not read, as one line naming the file and field. Judging
+    reads plain dicts; the trajectory's model is only consulted now, to name the field, so well-formed
+    trials never pay for validating it."""
+    from pydantic import ValidationError
+
+    from unscaffold.iojson import validation_error
+    from unscaffold.minimal_harness.trajectory import Trajectory
+
+    if not isinstance(traj, dict):
+        return InputError(path, None, "expected a JSON object")
+    for key in ROW_NEEDS:  # the model has defaults for some of them; a row has none
+        if key not in traj:
+            return InputError(path, key, "Field required")
+    try:
+        Trajectory.model_validate(traj)
+    except ValidationError as e:
+        return validation_error(path, e)
+    what = f"missing field {error.args[0]!r}" if isinstance(error, KeyError) else f"{type(error).__name__}: {error}"
+    return InputError(reviews_path, None, f"a review line is not as the harness writes it ({what})")
 
 
 def opening_span(line: bytes, row: dict[str, Any], opening: int) -> tuple[int, int] | None:
