@@ -11,6 +11,7 @@ import os
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
@@ -388,6 +389,21 @@ def judge_run(judge: Judge, trials: list[str], sink: BinaryIO, pool: ProcessPool
     return tally
 
 
+def pool_context(markers: Markers) -> BaseContext:
+    """Workers forked from this process when it has a single thread (they start at once, importing nothing);
+    otherwise from a fork server (forking a process with threads can deadlock), which imports build-sft (and
+    pyarrow, the leak scan's first pass over many markers) once for all of them."""
+    try:
+        single = len(os.listdir("/proc/self/task")) == 1  # every thread, native ones included
+    except OSError:  # no /proc: not Linux
+        single = False
+    if single:
+        return multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__] + ["pyarrow.compute"] * markers.needs_automaton())
+    return context
+
+
 def build_sft(
     run_dirs: list[Path],
     out: Path,
@@ -420,11 +436,7 @@ def build_sft(
                     report.markers[reason] = max(report.markers.get(reason, 0), len(values))
                 trials = sorted(e.path for e in os.scandir(trials_dir) if e.is_dir())
                 if pool is None and workers > 1 and len(trials) >= PARALLEL_FROM:
-                    context = multiprocessing.get_context("forkserver")
-                    # imported once in the server, not once per worker (pyarrow: the leak scan's first pass
-                    # over many markers)
-                    context.set_forkserver_preload([__name__] + ["pyarrow.compute"] * markers.needs_automaton())
-                    pool = ProcessPoolExecutor(workers - 1, mp_context=context)  # this process is one more
+                    pool = ProcessPoolExecutor(workers - 1, mp_context=pool_context(markers))  # this process is one
                 tally.add(judge_run(Judge(markers, prompt, min_reward, keep_all, str(run_dir)), trials, sink, pool,
                                     f"{tmp}.run{index}.part"))
         os.replace(tmp, out)
