@@ -361,3 +361,25 @@ def test_keep_all_keeps_every_trial_with_a_trajectory_and_names_the_rest(tmp_pat
     assert "dropped t00003: infra_error\ndropped t00004: unfinished\ndropped t00006: no_trajectory\n" in result.output
     kept = [json.loads(line)["trial_id"] for line in (tmp_path / "all.jsonl").read_text().splitlines()]
     assert kept == ["t00000", "t00001", "t00002", "t00005"]
+
+
+def test_workers_are_forked_only_from_a_single_threaded_process() -> None:
+    import subprocess
+    import sys
+    import threading
+
+    from unscaffold.collect.scrub import build_markers
+    from unscaffold.collect.sft_build import pool_context
+
+    code = ("from unscaffold.collect.sft_build import pool_context; from unscaffold.collect.scrub import "
+            "build_markers; print(pool_context(build_markers([], [])).get_start_method())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert done.stdout == "fork\n"
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert pool_context(build_markers([], [])).get_start_method() == "forkserver"
+    finally:
+        stop.set()
+        other.join()
