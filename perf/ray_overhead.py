@@ -47,11 +47,29 @@ def cpu_since(before: dict[int, float]) -> float:
     return sum(cpu - before.get(pid, 0.0) for pid, cpu in tree_cpu().items())
 
 
-def measured(work: Path, trials: int, level: int, latency: float, executor: str, label: str) -> tuple[float, float]:
-    """(trials/s, CPU s per trial) of one run."""
-    before = tree_cpu()
+STARTS: list[float] = []  # seconds each Ray executor took to open (runners started, state loaded, probed)
+
+
+def timed_starts() -> None:
+    """Record how long each Ray executor takes to open, so the report can show start-up apart."""
+    from unscaffold.collect.ray_executor import RayExecutor
+
+    opened = RayExecutor.__init__
+
+    def init(self: RayExecutor, *args: object, **kwargs: object) -> None:
+        t = time.perf_counter()
+        opened(self, *args, **kwargs)  # type: ignore[arg-type]
+        STARTS.append(time.perf_counter() - t)
+
+    RayExecutor.__init__ = init  # type: ignore[method-assign]
+
+
+def measured(work: Path, trials: int, level: int, latency: float, executor: str, label: str
+             ) -> tuple[float, float, float]:
+    """(trials/s, CPU s per trial, start-up s) of one run."""
+    before, starts = tree_cpu(), len(STARTS)
     rate = throughput(work, trials, level, latency, "local", executor, label=label)
-    return rate, cpu_since(before) / trials
+    return rate, cpu_since(before) / trials, sum(STARTS[starts:])
 
 
 def main() -> None:
@@ -72,6 +90,7 @@ def main() -> None:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     cpus = max(os.cpu_count() or 1, int(max(levels) * args.cpus_per_trial + 0.999))
     ray.init(num_cpus=cpus, include_dashboard=False, logging_level=logging.WARNING)
+    timed_starts()
     executor = f"ray?cpus={args.cpus_per_trial}"
     rows = []
     try:
@@ -79,7 +98,7 @@ def main() -> None:
             work = Path(tmp)
             throughput(work, 2, 2, 0.0, "local", executor, label="-warm")  # Ray's first worker start, imports
             for level in levels:
-                local, remote = (0.0, 0.0), (0.0, 0.0)
+                local, remote = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
                 for n in range(args.rounds):  # alternated, so a burst of load elsewhere hits both alike
                     here = measured(work, args.trials, level, args.latency, "local", f"-{n}")
                     there = measured(work, args.trials, level, args.latency, executor, f"-{n}")
@@ -88,7 +107,7 @@ def main() -> None:
                              "ray_trials_per_s": round(remote[0], 3), "overhead": round(local[0] / remote[0], 3),
                              "local_cpu_ms_per_trial": round(local[1] * 1000, 1),
                              "ray_cpu_ms_per_trial": round(remote[1] * 1000, 1),
-                             "cpu_ratio": round(remote[1] / local[1], 3)})
+                             "cpu_ratio": round(remote[1] / local[1], 3), "ray_start_s": round(remote[2], 2)})
     finally:
         ray.shutdown()
     report = {"trials": args.trials, "latency_s": args.latency, "ray_cpus": cpus, "rounds": args.rounds,
@@ -101,7 +120,8 @@ def main() -> None:
               f"response, best of {args.rounds}: local threads {row['local_trials_per_s']:.2f} trials/s "
               f"({row['local_cpu_ms_per_trial']:.0f} ms CPU a trial), Ray {row['ray_trials_per_s']:.2f} trials/s "
               f"({row['ray_cpu_ms_per_trial']:.0f} ms CPU a trial, Ray's processes included) -> overhead "
-              f"{row['overhead']:.2f}x (target <= {TARGET}), CPU ratio {row['cpu_ratio']:.2f}")
+              f"{row['overhead']:.2f}x (target <= {TARGET}), CPU ratio {row['cpu_ratio']:.2f}; the Ray run's start "
+              f"(runner started, suite loaded, sandbox probed) took {row['ray_start_s']:.2f} s")
 
 
 if __name__ == "__main__":
