@@ -383,3 +383,44 @@ def test_workers_are_forked_only_from_a_single_threaded_process() -> None:
     finally:
         stop.set()
         other.join()
+
+
+def test_this_process_judges_the_chunks_no_worker_has_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker slow to start holds its first chunk; meanwhile this process judges the others from the back,
+    and the rows come out in order, as one process writes them."""
+    import io
+    import os
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import unscaffold.collect.sft_build as sft_build
+    from unscaffold.collect.scrub import build_markers
+    from unscaffold.minimal_harness.tool import system_prompt
+
+    run_dir = _synthetic_run(tmp_path, 12)
+    monkeypatch.setattr(sft_build, "PARALLEL_FROM", 4)
+    monkeypatch.setattr(sft_build, "CHUNK", 3)
+    here, release, judged_by = threading.get_ident(), threading.Event(), {}
+    judge_part = sft_build.judge_part
+
+    def recorded(judge: sft_build.Judge, trials: list[str], part: str) -> sft_build.Tally:
+        chunk = part.rsplit(".", 1)[1]
+        judged_by[chunk] = "this" if threading.get_ident() == here else "worker"
+        if judged_by[chunk] == "worker":
+            assert release.wait(60)
+        elif chunk == "1":
+            release.set()
+        return judge_part(judge, trials, part)
+
+    monkeypatch.setattr(sft_build, "judge_part", recorded)
+    judge = sft_build.Judge(build_markers([], []), system_prompt(), 1.0, False)
+    trials = sorted(str(p) for p in (run_dir / "trials").iterdir())
+    spread, alone = io.BytesIO(), io.BytesIO()
+    with open(tmp_path / "spread.jsonl", "wb") as sink, ThreadPoolExecutor(1) as pool:
+        tally = sft_build.judge_run(judge, trials, sink, pool, str(tmp_path / "parts"))
+    spread.write((tmp_path / "spread.jsonl").read_bytes())
+    one = sft_build.judge_into(judge, trials, alone)
+    assert judged_by == {"0": "worker", "3": "this", "2": "this", "1": "this"}
+    assert spread.getvalue() == alone.getvalue() and spread.getvalue().count(b"\n") == 11
+    assert (tally.kept, tally.dropped, [d.trial_id for d in tally.drops]) == (one.kept, one.dropped, ["t00000"])
+    assert not [name for name in os.listdir(tmp_path) if name.startswith("parts")]
