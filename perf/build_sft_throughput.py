@@ -4,7 +4,8 @@ Writes N synthetic reviewed trials of 40 turns (some replaced turns with reviewe
 low-reward trials, `pip install` commands; with `--knowledge shipped` collected with the shipped
 spreadsheet K, whose paths, ids and check names, `stall` among them, are then the markers), then times
 (a) reading every trial's files and writing them out unchanged, and (b) `build_sft` over the same run,
-with its worker processes (one per core) and in one process, alternating (a) and (b) for `--rounds`.
+with its default workers (one process per core, the calling one included) and in one process, alternating
+(a) and (b) for `--rounds`.
 Each figure is wall time and CPU time (process plus waited-for children: the machine may be shared, and
 CPU time is what other load disturbs least). Targets: (b)/(a) <= 2 with the workers, <= 3 in one process.
 
@@ -105,8 +106,8 @@ def plain_copy(run: Path, out: Path) -> None:
                 sink.write((trial / name).read_text(encoding="utf-8"))
 
 
-# build-sft with its default worker processes, in a process of its own: when it ends, its forkserver and
-# the workers have been waited for, so their CPU (start-up included) is in this process's children's usage.
+# build-sft with its default workers, in a process of its own: when it ends, its workers (and a fork server,
+# where one was used) have been waited for, so their CPU (start-up included) is in this process's children's usage.
 POOLED = """
 import json, resource, sys, time
 from pathlib import Path

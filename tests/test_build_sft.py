@@ -217,6 +217,38 @@ def test_a_bad_file_in_a_worker_is_one_line_naming_it(tmp_path: Path, monkeypatc
     assert [p.name for p in tmp_path.iterdir() if p.is_file()] == []  # no part file left behind
 
 
+def _break(trial: Path, case: str) -> None:
+    traj = json.loads((trial / "trajectory.json").read_text())
+    if case == "no_messages":
+        del traj["messages"]
+    elif case == "no_role":
+        del traj["messages"][2]["role"]
+    elif case == "index":
+        traj["steps"][0]["message_index"] = "two"
+    elif case == "review":
+        (trial / "reviews.jsonl").write_text('{"turn": 1, "decision": "PASS"}\n5\n')
+    elif case == "result":
+        (trial / "result.json").write_text("[1]")
+    (trial / "trajectory.json").write_text(json.dumps(traj))
+
+
+@pytest.mark.parametrize(("case", "name", "message"), [
+    ("no_messages", "trajectory.json", "messages: Field required"),
+    ("no_role", "trajectory.json", "messages.2.role: Field required"),
+    ("index", "trajectory.json", "steps.0.message_index: Input should be a valid integer, unable to parse string "
+                                 "as an integer"),
+    ("review", "reviews.jsonl", "a review line is not as the harness writes it (AttributeError: 'int' object has no "
+                                "attribute 'get')"),
+    ("result", "result.json", "expected a JSON object"),
+])
+def test_a_file_of_the_wrong_shape_is_one_line_naming_file_and_field(tmp_path: Path, case: str, name: str,
+                                                                    message: str) -> None:
+    run_dir = _synthetic_run(tmp_path, 3)
+    _break(run_dir / "trials" / "t00001", case)
+    result = CliRunner().invoke(app, ["build-sft", str(run_dir), "--out", str(tmp_path / "d.jsonl")])
+    assert (result.exit_code, result.output) == (2, f"error: {run_dir / 'trials' / 't00001' / name}: {message}\n")
+
+
 SHIPPED_KS = [ROOT / "unscaffold" / "benchmarks" / suite / "k" for suite in ("spreadsheet", "retrosynthesis")]
 
 
@@ -329,3 +361,66 @@ def test_keep_all_keeps_every_trial_with_a_trajectory_and_names_the_rest(tmp_pat
     assert "dropped t00003: infra_error\ndropped t00004: unfinished\ndropped t00006: no_trajectory\n" in result.output
     kept = [json.loads(line)["trial_id"] for line in (tmp_path / "all.jsonl").read_text().splitlines()]
     assert kept == ["t00000", "t00001", "t00002", "t00005"]
+
+
+def test_workers_are_forked_only_from_a_single_threaded_process() -> None:
+    import subprocess
+    import sys
+    import threading
+
+    from unscaffold.collect.scrub import build_markers
+    from unscaffold.collect.sft_build import pool_context
+
+    code = ("from unscaffold.collect.sft_build import pool_context; from unscaffold.collect.scrub import "
+            "build_markers; print(pool_context(build_markers([], [])).get_start_method())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert done.stdout == "fork\n"
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert pool_context(build_markers([], [])).get_start_method() == "forkserver"
+    finally:
+        stop.set()
+        other.join()
+
+
+def test_this_process_judges_the_chunks_no_worker_has_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker slow to start holds its first chunk; meanwhile this process judges the others from the back,
+    and the rows come out in order, as one process writes them."""
+    import io
+    import os
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import unscaffold.collect.sft_build as sft_build
+    from unscaffold.collect.scrub import build_markers
+    from unscaffold.minimal_harness.tool import system_prompt
+
+    run_dir = _synthetic_run(tmp_path, 12)
+    monkeypatch.setattr(sft_build, "PARALLEL_FROM", 4)
+    monkeypatch.setattr(sft_build, "CHUNK", 3)
+    here, release, judged_by = threading.get_ident(), threading.Event(), {}
+    judge_part = sft_build.judge_part
+
+    def recorded(judge: sft_build.Judge, trials: list[str], part: str) -> sft_build.Tally:
+        chunk = part.rsplit(".", 1)[1]
+        judged_by[chunk] = "this" if threading.get_ident() == here else "worker"
+        if judged_by[chunk] == "worker":
+            assert release.wait(60)
+        elif chunk == "1":
+            release.set()
+        return judge_part(judge, trials, part)
+
+    monkeypatch.setattr(sft_build, "judge_part", recorded)
+    judge = sft_build.Judge(build_markers([], []), system_prompt(), 1.0, False)
+    trials = sorted(str(p) for p in (run_dir / "trials").iterdir())
+    spread, alone = io.BytesIO(), io.BytesIO()
+    with open(tmp_path / "spread.jsonl", "wb") as sink, ThreadPoolExecutor(1) as pool:
+        tally = sft_build.judge_run(judge, trials, sink, pool, str(tmp_path / "parts"))
+    spread.write((tmp_path / "spread.jsonl").read_bytes())
+    one = sft_build.judge_into(judge, trials, alone)
+    assert judged_by == {"0": "worker", "3": "this", "2": "this", "1": "this"}
+    assert spread.getvalue() == alone.getvalue() and spread.getvalue().count(b"\n") == 11
+    assert (tally.kept, tally.dropped, [d.trial_id for d in tally.drops]) == (one.kept, one.dropped, ["t00000"])
+    assert not [name for name in os.listdir(tmp_path) if name.startswith("parts")]

@@ -113,10 +113,15 @@ def slow_student(tmp_path: Path, latency: float) -> str:
     return f"replay:{replay}?latency={latency}"
 
 
-def cpus_free(node_id: str) -> float:
-    from ray._private.state import available_resources_per_node
+def trial_running_on(node: Any) -> bool:
+    """A trial's scratch folder (`trial-PID-...`) belongs to a worker process of that node's raylet."""
+    import psutil
 
-    return available_resources_per_node().get(node_id, {}).get("CPU", 0.0)
+    from unscaffold.collect.shipping import CACHE
+
+    raylet = psutil.Process(node.all_processes["raylet"][0].process.pid)
+    workers = {str(p.pid) for p in raylet.children(recursive=True)}
+    return any(folder.name.split("-")[1] in workers for folder in CACHE.glob("trial-*-*"))
 
 
 def events_of(run_dir: Path) -> list[dict[str, Any]]:
@@ -129,8 +134,8 @@ def test_a_node_lost_mid_run_reruns_its_trial_elsewhere(cluster: Any, tmp_path: 
     cluster.wait_for_nodes()
     out = tmp_path / "run"
 
-    def remove_when_busy() -> None:  # as soon as a trial holds the node's CPU, the node goes
-        eventually(lambda: cpus_free(doomed.node_id) == 0.0, timeout_s=60)
+    def remove_when_busy() -> None:  # as soon as a trial runs there, the node goes
+        eventually(lambda: trial_running_on(doomed), timeout_s=60)
         cluster.remove_node(doomed, allow_graceful=False)
 
     killer = threading.Thread(target=remove_when_busy)

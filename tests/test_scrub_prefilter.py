@@ -52,9 +52,23 @@ def test_prefilter_flags_exactly_the_rows_with_whole_token_markers() -> None:
 def test_without_pyarrow_every_row_is_scanned_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pyarrow.compute", None)
     markers = Markers()
-    markers.add("leak:canary", ["stall"])
-    assert markers.prefilter([row("pip install"), row("stall")]) == [True, True]
+    markers.add("leak:canary", ["stall", "sheet_a", "sheet_b", "sheet_c"])
+    assert markers.needs_automaton()
+    assert markers.prefilter([row("pip install"), row("stall"), row("no marker here")]) == [True, True, True]
     assert markers.prefilter([]) == []
+
+
+def test_a_few_forms_are_a_substring_pass_that_flags_near_misses_for_the_exact_scan(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pyarrow.compute", None)  # never needed for a few forms
+    markers = build_markers([], ["café-42"])  # the reviewer's tool name, and the canary raw and escaped: 3 forms
+    assert markers.literals() == [b"caf\\u00e9-42", "café-42".encode(), b"submit_review"]
+    assert not markers.needs_automaton()
+    rows = [row("pip install"), row("call submit_review now"), row("the café-421 menu"),
+            json.dumps({"c": "a café-42"}).encode()]
+    assert markers.prefilter(rows) == [False, True, True, True]
+    assert [hit.reason if (hit := markers.find(r)) else None for r in rows] == [
+        None, "leak:reviewer_tool", None, "leak:canary"]
 
 
 def test_build_sft_keeps_and_drops_the_same_rows_with_and_without_the_first_pass(

@@ -97,15 +97,19 @@ def _accepted_differs(messages: list[dict], steps: list[dict], reviews: list[dic
             call = accepted.get("tool_call")
             if len(shown_calls) != (1 if call else 0):
                 return True
-            if call and (shown_calls[0]["function"]["name"] != call["name"]
-                         or shown_calls[0]["function"]["arguments"] != call.get("arguments")):
-                return True
+            if call:
+                function = shown_calls[0]["function"]
+                if function["name"] != call["name"] or function["arguments"] != call.get("arguments"):
+                    return True
             continue
         calls = accepted.get("tool_calls") or ()
         if len(shown_calls) != len(calls):
             return True
         for made, proposed in zip(shown_calls, calls, strict=True):
-            args = proposed["arguments"] if proposed.get("arguments") is not None else proposed.get("raw_arguments")
-            if made["function"]["name"] != proposed["name"] or made["function"]["arguments"] != args:
+            args = proposed.get("arguments")
+            if args is None:
+                args = proposed.get("raw_arguments")
+            function = made["function"]
+            if function["name"] != proposed["name"] or function["arguments"] != args:
                 return True
     return False

@@ -79,6 +79,7 @@ def _re2_literal(value: bytes) -> str:
     return "".join(chr(c) if c < 0x80 and chr(c).isalnum() else f"\\x{c:02x}" for c in value)
 
 
+SUBSTRING_UP_TO = 3  # marker forms up to which `prefilter` searches each as a substring (no automaton)
 RUNS_FROM = 24  # marker forms from which collecting a row's runs once beats one substring search per form
 
 
@@ -100,6 +101,7 @@ class Markers:
     by_reason: dict[str, list[str]] = field(default_factory=dict)
     _encoded: dict[str, list[tuple[bytes, frozenset[bytes], re.Pattern[bytes]]]] = field(default_factory=dict)
     _automaton: str | None = None  # `prefilter`'s pattern, built when first needed
+    _literals: list[bytes] | None = None  # every form of every marker, sorted, collected when first needed
 
     def add(self, reason: str, values: list[str]) -> None:
         bucket = self.by_reason.setdefault(reason, [])
@@ -109,19 +111,22 @@ class Markers:
                 bucket.append(v)
                 forms = {v.encode(), json.dumps(v)[1:-1].encode(), json.dumps(v, ensure_ascii=False)[1:-1].encode()}
                 encoded.extend((form, frozenset(word_runs(form)), token_pattern(form)) for form in sorted(forms))
-        self._automaton = None
+        self._automaton = self._literals = None
 
     def prefilter(self, rows: list[bytes]) -> list[bool]:
         """Which serialized rows may hold a marker as a whole token. One pass of one automaton (RE2, the
         regular-expression engine pyarrow ships, which runs an alternation as a DFA) over the whole batch,
         its boundaries a superset of `find`'s: a row it clears cannot hold a hit, a row it flags gets the
-        exact `find`. Where it cannot answer (no pyarrow, a pattern too large for RE2) every row is flagged."""
+        exact `find`. Where it cannot answer (no pyarrow, a pattern too large for RE2) every row is flagged. With
+        a few forms (the reviewer's tool name and a canary) a plain substring search is the first pass."""
         if not rows:
             return []
+        forms = self.literals()
+        if not forms:
+            return [False] * len(rows)
+        if len(forms) <= SUBSTRING_UP_TO:  # a few literals: a substring search per form beats building an array
+            return [any(form in row for form in forms) for row in rows]
         if self._automaton is None:
-            forms = sorted({value for values in self._encoded.values() for value, _, _ in values})
-            if not forms:
-                return [False] * len(rows)
             self._automaton = (f"(?:^|{_RE2_OTHER}|\\\\[nrtbf\"/\\\\]|\\\\u[0-9a-fA-F]{{4}})"
                                f"(?:{'|'.join(map(_re2_literal, forms))})(?:$|{_RE2_OTHER})")
         try:
@@ -131,6 +136,16 @@ class Markers:
             return pc.match_substring_regex(pa.array(rows, pa.binary()), self._automaton).to_pylist()
         except Exception:  # ImportError, or RE2 refusing the pattern (ArrowInvalid): scan every row exactly
             return [True] * len(rows)
+
+    def literals(self) -> list[bytes]:
+        """Every form of every marker, once, sorted."""
+        if self._literals is None:
+            self._literals = sorted({value for values in self._encoded.values() for value, _, _ in values})
+        return self._literals
+
+    def needs_automaton(self) -> bool:
+        """Whether `prefilter` runs the RE2 automaton (pyarrow) rather than a substring search per form."""
+        return len(self.literals()) > SUBSTRING_UP_TO
 
     def redact(self, text: str) -> str:
         """Canaries never leave `build-sft`, not even in its report: each is shown as `<canary>`."""

@@ -11,6 +11,7 @@ import os
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
@@ -30,6 +31,7 @@ from unscaffold.untrusted import REFUSED
 
 CHAT_KEYS = ("role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name")
 CHAT_KEY_SET = frozenset(CHAT_KEYS)
+ROW_NEEDS = ("messages", "tools", "task_id", "trial_id")  # what a row copies from its trajectory
 
 
 class DroppedTrial(BaseModel):
@@ -121,13 +123,27 @@ def judge_row(traj: dict[str, Any], reviews: list[dict[str, Any]], prompt: str, 
     return row, None, None
 
 
+ONE_READ = 1 << 30  # Linux returns at most about 2 GiB from one read
+
+
 def read_if_exists(path: str) -> bytes | None:
-    """A file's bytes, or None when there is none (one system call fewer than asking first)."""
+    """A file's bytes, or None when there is none (one system call fewer than asking first). Read with
+    one `read` of the size `fstat` gives (no buffered file object, no terminal check)."""
     try:
-        with open(path, "rb") as f:
-            return f.read()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
+    try:
+        size = os.fstat(fd).st_size
+        data = os.read(fd, size + 1)
+        if len(data) <= size < ONE_READ:  # a short read of a regular file is its end
+            return data
+        parts = [data]  # the file grew since `fstat`, or is larger than one read returns
+        while chunk := os.read(fd, ONE_READ):
+            parts.append(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
 
 
 def read_reviews(path: Path | str) -> list[dict[str, Any]]:
@@ -228,6 +244,8 @@ class Judge:
         if data is None:
             return Judged(DropReason.UNFINISHED)
         result = parse_fast(data, result_path)
+        if not isinstance(result, dict):
+            raise InputError(result_path, None, "expected a JSON object")
         # Never training data, whatever the reward and even with --keep-all: a trial the verifier, the
         # environment or the machinery failed, or one whose artifact was refused (a link, a special file).
         if result.get("outcome") in ERROR_OUTCOMES:
@@ -244,13 +262,38 @@ class Judge:
         if raw is None:
             return Judged(DropReason.NO_TRAJECTORY)
         traj = parse_fast(raw, path)
-        row, reason, hit = judge_row(traj, read_reviews(os.path.join(trial, "reviews.jsonl")), self.prompt, raw,
-                                     keep_all=self.keep_all)
+        reviews_path = os.path.join(trial, "reviews.jsonl")
+        try:
+            row, reason, hit = judge_row(traj, read_reviews(reviews_path), self.prompt, raw, keep_all=self.keep_all)
+        except (KeyError, TypeError, AttributeError, IndexError) as e:
+            raise shape_error(path, traj, reviews_path, e) from None
         if row is None:
             return Judged(reason, hit=hit)
         line = orjson.dumps(row)
         return Judged(None, line, len(row["masked_reasoning_turns"]), row["replacements"],
                       skip=opening_span(line, row, traj.get("opening_messages", 0)))
+
+
+def shape_error(path: str, traj: Any, reviews_path: str, error: Exception) -> InputError:
+    """A trajectory or review log the judging could not read, as one line naming the file and field. Judging
+    reads plain dicts; the trajectory's model is only consulted now, to name the field, so well-formed
+    trials never pay for validating it."""
+    from pydantic import ValidationError
+
+    from unscaffold.iojson import validation_error
+    from unscaffold.minimal_harness.trajectory import Trajectory
+
+    if not isinstance(traj, dict):
+        return InputError(path, None, "expected a JSON object")
+    for key in ROW_NEEDS:  # the model has defaults for some of them; a row has none
+        if key not in traj:
+            return InputError(path, key, "Field required")
+    try:
+        Trajectory.model_validate(traj)
+    except ValidationError as e:
+        return validation_error(path, e)
+    what = f"missing field {error.args[0]!r}" if isinstance(error, KeyError) else f"{type(error).__name__}: {error}"
+    return InputError(reviews_path, None, f"a review line is not as the harness writes it ({what})")
 
 
 def opening_span(line: bytes, row: dict[str, Any], opening: int) -> tuple[int, int] | None:
@@ -319,15 +362,22 @@ def append_file(sink: BinaryIO, part: str) -> None:
 
 def judge_run(judge: Judge, trials: list[str], sink: BinaryIO, pool: ProcessPoolExecutor | None, parts: str
               ) -> Tally:
-    """Every trial of a run, rows in order; spread over the pool when there is one and enough trials."""
+    """Every trial of a run, rows in order; spread over the pool and this process when there is a pool and
+    enough trials. The workers take chunks from the front; this process takes them from the back, each
+    one whose future it can still cancel (so it works while the workers start), until the two meet."""
     if pool is None or len(trials) < PARALLEL_FROM:
         return judge_into(judge, trials, sink)
     chunks = [trials[i:i + CHUNK] for i in range(0, len(trials), CHUNK)]
     futures = [pool.submit(judge_part, judge, chunk, f"{parts}.{n}") for n, chunk in enumerate(chunks)]
+    own: dict[int, Tally] = {}
     tally = Tally()
     try:
+        for n in reversed(range(len(chunks))):
+            if not futures[n].cancel():  # a worker has it, so it has every chunk before it too (taken in order)
+                break
+            own[n] = judge_part(judge, chunks[n], f"{parts}.{n}")
         for n, future in enumerate(futures):
-            tally.add(future.result())
+            tally.add(own[n] if n in own else future.result())
             append_file(sink, f"{parts}.{n}")
     finally:
         for future in futures:
@@ -339,6 +389,21 @@ def judge_run(judge: Judge, trials: list[str], sink: BinaryIO, pool: ProcessPool
     return tally
 
 
+def pool_context(markers: Markers) -> BaseContext:
+    """Workers forked from this process when it has a single thread (they start at once, importing nothing);
+    otherwise from a fork server (forking a process with threads can deadlock), which imports build-sft (and
+    pyarrow, the leak scan's first pass over many markers) once for all of them."""
+    try:
+        single = len(os.listdir("/proc/self/task")) == 1  # every thread, native ones included
+    except OSError:  # no /proc: not Linux
+        single = False
+    if single:
+        return multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__] + ["pyarrow.compute"] * markers.needs_automaton())
+    return context
+
+
 def build_sft(
     run_dirs: list[Path],
     out: Path,
@@ -348,7 +413,8 @@ def build_sft(
     canaries: list[str] | None = None,
     workers: int | None = None,
 ) -> BuildReport:
-    """`workers`: processes for large runs (default: the machine's cores; 1 keeps everything in this one)."""
+    """`workers`: processes judging a large run, this one included (default: the machine's cores; 1 keeps
+    everything in this one)."""
     out = Path(out)
     report = BuildReport(runs=[str(r) for r in run_dirs], out=str(out), min_reward=None if keep_all else min_reward,
                          keep_all=keep_all)
@@ -370,10 +436,7 @@ def build_sft(
                     report.markers[reason] = max(report.markers.get(reason, 0), len(values))
                 trials = sorted(e.path for e in os.scandir(trials_dir) if e.is_dir())
                 if pool is None and workers > 1 and len(trials) >= PARALLEL_FROM:
-                    context = multiprocessing.get_context("forkserver")
-                    # imported once in the server, not once per worker (pyarrow: the leak scan's first pass)
-                    context.set_forkserver_preload([__name__, "pyarrow.compute"])
-                    pool = ProcessPoolExecutor(workers, mp_context=context)
+                    pool = ProcessPoolExecutor(workers - 1, mp_context=pool_context(markers))  # this process is one
                 tally.add(judge_run(Judge(markers, prompt, min_reward, keep_all, str(run_dir)), trials, sink, pool,
                                     f"{tmp}.run{index}.part"))
         os.replace(tmp, out)
