@@ -13,6 +13,7 @@ from rich.table import Table
 
 from unscaffold.cli_exit import exit_on_problem, fail
 from unscaffold.errors import UnscaffoldError
+from unscaffold.outcomes import Outcome
 
 rescue_app = typer.Typer(add_completion=False, no_args_is_help=True,
                          help="Harness-S, sibling-harness rescue RL: simulate it, write a pool's "
@@ -310,7 +311,7 @@ def validation_command(
             runs[name] = Path(path)
         stalled = next((f"--run {n}={p}: every trial failed for infrastructure ({r.infra_cause}): run it again "
                         "once the cause is fixed" for n, p in runs.items() if (r := _results(p))
-                        and r.n_trials and r.outcomes.get("infra_error") == r.n_trials), None)
+                        and r.n_trials and r.outcomes.get(Outcome.INFRA_ERROR) == r.n_trials), None)
         if stalled:  # a run that could not run says nothing of its harness: exit 1, as the run itself did
             sys.stderr.write(f"error: {stalled}\n")
             raise typer.Exit(1)
