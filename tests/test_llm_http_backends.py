@@ -15,6 +15,7 @@ import pytest
 from unscaffold.errors import AuthError, ContextLengthError, ModelError, RetryableModelError
 from unscaffold.llm.anthropic_backend import AnthropicModel
 from unscaffold.llm.openai_backend import OpenAIModel
+from unscaffold.llm.retry import Backoff
 from unscaffold.llm.types import AssistantResponse, ChatToolCall, FunctionCall, Message, ToolCall, Usage
 
 TOOLS = [
@@ -96,19 +97,21 @@ def server() -> Iterator[FakeServer]:
     s.httpd.server_close()
 
 
+def quick(attempts: int) -> Backoff:
+    return Backoff(attempts=attempts, initial_s=0.001, max_s=0.001)
+
+
 def openai_model(server: FakeServer, *, attempts: int = 3, **kwargs: Any) -> OpenAIModel:
     kwargs.setdefault("api_key", "test-key")
     return OpenAIModel(
-        "openai:test-model", "test-model", base_url=server.url + "/v1", attempts=attempts,
-        initial_backoff_s=0.001, max_backoff_s=0.001, **kwargs,
+        "openai:test-model", "test-model", base_url=server.url + "/v1", backoff=quick(attempts), **kwargs,
     )
 
 
 def anthropic_model(server: FakeServer, *, attempts: int = 3, **kwargs: Any) -> AnthropicModel:
     kwargs.setdefault("api_key", "test-key")
     return AnthropicModel(
-        "anthropic:claude-test", "claude-test", base_url=server.url, attempts=attempts,
-        initial_backoff_s=0.001, max_backoff_s=0.001, **kwargs,
+        "anthropic:claude-test", "claude-test", base_url=server.url, backoff=quick(attempts), **kwargs,
     )
 
 
@@ -225,8 +228,7 @@ def test_openai_connection_refused_is_retryable() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    model = OpenAIModel("openai:m", "m", base_url=f"http://127.0.0.1:{port}/v1", attempts=2,
-                        initial_backoff_s=0.001, max_backoff_s=0.001)
+    model = OpenAIModel("openai:m", "m", base_url=f"http://127.0.0.1:{port}/v1", backoff=quick(2))
     with pytest.raises(RetryableModelError, match="APIConnectionError"):
         model.complete(user(), TOOLS)
 
