@@ -199,23 +199,6 @@ def test_openai_other_bad_request_is_plain_model_error(server: FakeServer) -> No
     assert len(server.requests) == 1
 
 
-@pytest.mark.parametrize("status", [401, 403])
-def test_openai_auth_error_not_retried(server: FakeServer, status: int) -> None:
-    server.push(status, openai_error("Incorrect API key", "invalid_request_error", "invalid_api_key"))
-    with pytest.raises(AuthError, match=f"HTTP {status}"):
-        openai_model(server).complete(user(), TOOLS)
-    assert len(server.requests) == 1
-
-
-def test_openai_server_error_retried_until_attempts_run_out(server: FakeServer) -> None:
-    for _ in range(3):
-        server.push(500, openai_error("The server had an error", "server_error"))
-    server.push(200, openai_ok())  # never reached
-    with pytest.raises(RetryableModelError, match="HTTP 500"):
-        openai_model(server, attempts=3).complete(user(), TOOLS)
-    assert len(server.requests) == 3
-
-
 def test_openai_timeout_is_retryable(server: FakeServer) -> None:
     server.push(200, openai_ok(), delay_s=0.6)
     server.push(200, openai_ok(), delay_s=0.6)
@@ -355,20 +338,36 @@ def test_anthropic_context_length_not_retried(server: FakeServer) -> None:
     assert len(server.requests) == 1
 
 
-@pytest.mark.parametrize(("status", "type_"), [(401, "authentication_error"), (403, "permission_error")])
-def test_anthropic_auth_error_not_retried(server: FakeServer, status: int, type_: str) -> None:
-    server.push(status, anthropic_error(type_, "invalid x-api-key"))
+# Each backend with its API's own error bodies: (model, auth failure by status, server failure, success).
+BACKENDS = {
+    "openai": (openai_model, lambda status: openai_error("Incorrect API key", "invalid_request_error",
+                                                         "invalid_api_key"),
+               lambda: openai_error("The server had an error", "server_error"), openai_ok),
+    "anthropic": (anthropic_model, lambda status: anthropic_error({401: "authentication_error",
+                                                                   403: "permission_error"}[status],
+                                                                  "invalid x-api-key"),
+                  lambda: anthropic_error("api_error", "Internal server error"), anthropic_ok),
+}
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+@pytest.mark.parametrize("status", [401, 403])
+def test_an_auth_error_is_not_retried(server: FakeServer, backend: str, status: int) -> None:
+    model, auth_error, _, _ = BACKENDS[backend]
+    server.push(status, auth_error(status))
     with pytest.raises(AuthError, match=f"HTTP {status}"):
-        anthropic_model(server).complete(user(), TOOLS)
+        model(server).complete(user(), TOOLS)
     assert len(server.requests) == 1
 
 
-def test_anthropic_server_error_retried_until_attempts_run_out(server: FakeServer) -> None:
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_a_server_error_is_retried_until_attempts_run_out(server: FakeServer, backend: str) -> None:
+    model, _, server_error, ok = BACKENDS[backend]
     for _ in range(3):
-        server.push(500, anthropic_error("api_error", "Internal server error"))
-    server.push(200, anthropic_ok())  # never reached
+        server.push(500, server_error())
+    server.push(200, ok())  # never reached
     with pytest.raises(RetryableModelError, match="HTTP 500"):
-        anthropic_model(server, attempts=3).complete(user(), TOOLS)
+        model(server, attempts=3).complete(user(), TOOLS)
     assert len(server.requests) == 3
 
 
