@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo test test-all lint typecheck perf sysdeps clean
+.PHONY: demo test test-all lint typecheck perf sysdeps docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,10 @@ perf: $(STAMP) sysdeps
 	$(PY) perf/sft_throughput.py
 	$(PY) perf/spreadsheet_scoring.py
 	$(PY) perf/cascade_whatif.py
+
+# docs/cli.md, the command reference, is generated from the commands themselves.
+docs: $(STAMP)
+	$(PY) scripts/gen_cli_docs.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache

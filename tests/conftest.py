@@ -4,10 +4,28 @@ the plain helpers)."""
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Every temporary file of the code under test goes under this session's pytest folder, which pytest
+    rotates: `tempfile` users (workspaces, scoring folders, the shell server's copy), multiprocessing's `pymp-*`
+    folders, and child processes through TMPDIR. So a test run leaves nothing new directly under /tmp, even
+    where a test kills a process before its clean-up runs. Set before the tests are imported, so constants
+    made from the temporary folder at import see it too. Ray's session folders stay in /tmp/ray, one folder
+    every run reuses: under the pytest folder its socket paths would pass the kernel's 107-character limit."""
+    if not hasattr(config, "_tmp_path_factory"):  # pytest without its tmp_path plugin (-p no:tmpdir)
+        return
+    root = config._tmp_path_factory.mktemp("tmp", numbered=False)
+    os.environ.setdefault("RAY_TMPDIR", tempfile.gettempdir())
+    os.environ["TMPDIR"] = str(root)
+    tempfile.tempdir = str(root)
 
 
 @pytest.fixture

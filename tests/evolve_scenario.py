@@ -131,7 +131,7 @@ def write_specs(root: Path, student_entries: dict, analyst: dict, editor: dict) 
     return specs
 
 
-if __name__ == "__main__":  # writes the replay example of the README
+if __name__ == "__main__":  # writes the replay example of docs/evolve.md
     import sys
 
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "examples/evolve")

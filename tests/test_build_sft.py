@@ -157,7 +157,7 @@ def test_visible_history_must_match_the_review_log() -> None:
     assert build_row(traj, reviews, system_prompt())[1] is None
 
 
-def test_drop_reasons_are_one_enumeration_each_explained_in_the_readme() -> None:
+def test_drop_reasons_are_one_enumeration_each_explained_in_the_docs() -> None:
     from tests.helpers import ROOT
     from unscaffold.collect.drop_reasons import EXPLAINED, DropReason
     from unscaffold.collect.scrub import build_markers
@@ -167,9 +167,9 @@ def test_drop_reasons_are_one_enumeration_each_explained_in_the_readme() -> None
     assert set(EXPLAINED) == set(DropReason) and len({r.value for r in DropReason}) == len(DropReason)
     assert set(ERROR_OUTCOMES) | {REFUSED} <= {r.value for r in DropReason}
     assert set(build_markers([], ["x"]).by_reason) <= set(DropReason)
-    readme = (ROOT / "README.md").read_text()
+    page = (ROOT / "docs" / "build-sft.md").read_text()
     for reason in DropReason:
-        assert f"| `{reason.value}` | {EXPLAINED[reason]} |" in readme
+        assert f"| `{reason.value}` | {EXPLAINED[reason]} |" in page
 
 
 def _synthetic_run(root: Path, trials: int) -> Path:
@@ -313,9 +313,9 @@ def test_reviewer_wording_is_the_reviewers_voice_not_common_words(text: str, voi
     from unscaffold.collect.scrub import REVIEWER_VOICE_PATTERNS, REVIEWER_WORDING
 
     assert bool(REVIEWER_WORDING.search(text)) is voice
-    readme = (ROOT / "README.md").read_text()
+    page = (ROOT / "docs" / "build-sft.md").read_text()
     for pattern in REVIEWER_VOICE_PATTERNS:
-        assert f"`{pattern}`" in readme
+        assert f"`{pattern}`" in page
 
 
 def test_reviewer_wording_in_content_is_reported_with_context() -> None:

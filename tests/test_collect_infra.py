@@ -105,30 +105,25 @@ class _SlowSession(ReviewSession):
         return RawSubmission(payload={"decision": "PASS", "reason": "ok"})
 
 
-class _SlowReviewer:
-    name = "slow"
+class _SlowReviewers:
+    """The factory and, for every trial, the reviewer: each review is a slow session on the shared meter."""
+
+    name = spec = "slow"
 
     def __init__(self, meter: dict) -> None:
         self.meter = meter
+
+    def for_trial(self, task_id: str) -> _SlowReviewers:
+        return self
 
     def open(self, request: ReviewRequest) -> ReviewSession:
         return _SlowSession(self.meter)
 
 
-class _Factory:
-    spec = "slow"
-
-    def __init__(self, meter: dict) -> None:
-        self.meter = meter
-
-    def for_trial(self, task_id: str) -> _SlowReviewer:
-        return _SlowReviewer(self.meter)
-
-
 def test_reviewer_concurrency_cap() -> None:
     for limit, expected in ((1, 1), (3, 3)):
         meter = {"lock": threading.Lock(), "now": 0, "max": 0, "cap": limit, "unfinished": 8}
-        factory = ThrottledReviewers(_Factory(meter), limit)
+        factory = ThrottledReviewers(_SlowReviewers(meter), limit)
         threads = [threading.Thread(target=lambda f=factory: f.for_trial("t").open(None).next(None)) for _ in range(8)]
         for t in threads:
             t.start()

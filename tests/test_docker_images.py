@@ -289,15 +289,24 @@ def fake_debootstrap(tmp_path: Path) -> Path:
     return script
 
 
-def test_the_base_is_debootstrapped_and_imported_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def importing_client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail: bool = False) -> FakeClient:
+    """An engine whose imports are recorded (or refused), with debootstrap faked on PATH; as root only."""
     if os.geteuid() != 0:
         pytest.skip("debootstrap runs only as root")
     script = fake_debootstrap(tmp_path)
     monkeypatch.setattr(images.shutil, "which", lambda name: str(script) if name == "debootstrap" else None)
     fake = FakeImages()
     client = FakeClient(images=fake)
-    client.api = ImportingAPI(fake)  # type: ignore[assignment]
-    recipe = images.BaseRecipe(suite="bookworm", mirror="http://deb.debian.org/debian")
+    client.api = ImportingAPI(fake, fail=fail)  # type: ignore[assignment]
+    return client
+
+
+BOOKWORM = images.BaseRecipe(suite="bookworm", mirror="http://deb.debian.org/debian")
+
+
+def test_the_base_is_debootstrapped_and_imported_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    client = importing_client(tmp_path, monkeypatch)
+    recipe = BOOKWORM
     said: list[str] = []
     assert images.build_base(client, recipe, say=said.append) == recipe.tag
     assert images.build_base(client, recipe, say=said.append) == recipe.tag  # found by its tag the second time
@@ -316,14 +325,8 @@ def test_the_base_is_debootstrapped_and_imported_once(tmp_path: Path, monkeypatc
 
 
 def test_a_failed_import_is_said_with_the_engines_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("debootstrap runs only as root")
-    script = fake_debootstrap(tmp_path)
-    monkeypatch.setattr(images.shutil, "which", lambda name: str(script) if name == "debootstrap" else None)
-    fake = FakeImages()
-    client = FakeClient(images=fake)
-    client.api = ImportingAPI(fake, fail=True)  # type: ignore[assignment]
-    recipe = images.BaseRecipe(suite="bookworm", mirror="http://deb.debian.org/debian")
+    client = importing_client(tmp_path, monkeypatch, fail=True)
+    recipe = BOOKWORM
     with pytest.raises(SandboxUnavailable) as err:
         images.build_base(client, recipe, say=lambda message: None)
     assert str(err.value) == (f"docker could not import {recipe.tag}: "

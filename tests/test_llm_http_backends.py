@@ -15,6 +15,7 @@ import pytest
 from unscaffold.errors import AuthError, ContextLengthError, ModelError, RetryableModelError
 from unscaffold.llm.anthropic_backend import AnthropicModel
 from unscaffold.llm.openai_backend import OpenAIModel
+from unscaffold.llm.retry import Backoff
 from unscaffold.llm.types import AssistantResponse, ChatToolCall, FunctionCall, Message, ToolCall, Usage
 
 TOOLS = [
@@ -96,19 +97,21 @@ def server() -> Iterator[FakeServer]:
     s.httpd.server_close()
 
 
+def quick(attempts: int) -> Backoff:
+    return Backoff(attempts=attempts, initial_s=0.001, max_s=0.001)
+
+
 def openai_model(server: FakeServer, *, attempts: int = 3, **kwargs: Any) -> OpenAIModel:
     kwargs.setdefault("api_key", "test-key")
     return OpenAIModel(
-        "openai:test-model", "test-model", base_url=server.url + "/v1", attempts=attempts,
-        initial_backoff_s=0.001, max_backoff_s=0.001, **kwargs,
+        "openai:test-model", "test-model", base_url=server.url + "/v1", backoff=quick(attempts), **kwargs,
     )
 
 
 def anthropic_model(server: FakeServer, *, attempts: int = 3, **kwargs: Any) -> AnthropicModel:
     kwargs.setdefault("api_key", "test-key")
     return AnthropicModel(
-        "anthropic:claude-test", "claude-test", base_url=server.url, attempts=attempts,
-        initial_backoff_s=0.001, max_backoff_s=0.001, **kwargs,
+        "anthropic:claude-test", "claude-test", base_url=server.url, backoff=quick(attempts), **kwargs,
     )
 
 
@@ -196,23 +199,6 @@ def test_openai_other_bad_request_is_plain_model_error(server: FakeServer) -> No
     assert len(server.requests) == 1
 
 
-@pytest.mark.parametrize("status", [401, 403])
-def test_openai_auth_error_not_retried(server: FakeServer, status: int) -> None:
-    server.push(status, openai_error("Incorrect API key", "invalid_request_error", "invalid_api_key"))
-    with pytest.raises(AuthError, match=f"HTTP {status}"):
-        openai_model(server).complete(user(), TOOLS)
-    assert len(server.requests) == 1
-
-
-def test_openai_server_error_retried_until_attempts_run_out(server: FakeServer) -> None:
-    for _ in range(3):
-        server.push(500, openai_error("The server had an error", "server_error"))
-    server.push(200, openai_ok())  # never reached
-    with pytest.raises(RetryableModelError, match="HTTP 500"):
-        openai_model(server, attempts=3).complete(user(), TOOLS)
-    assert len(server.requests) == 3
-
-
 def test_openai_timeout_is_retryable(server: FakeServer) -> None:
     server.push(200, openai_ok(), delay_s=0.6)
     server.push(200, openai_ok(), delay_s=0.6)
@@ -225,8 +211,7 @@ def test_openai_connection_refused_is_retryable() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    model = OpenAIModel("openai:m", "m", base_url=f"http://127.0.0.1:{port}/v1", attempts=2,
-                        initial_backoff_s=0.001, max_backoff_s=0.001)
+    model = OpenAIModel("openai:m", "m", base_url=f"http://127.0.0.1:{port}/v1", backoff=quick(2))
     with pytest.raises(RetryableModelError, match="APIConnectionError"):
         model.complete(user(), TOOLS)
 
@@ -353,20 +338,36 @@ def test_anthropic_context_length_not_retried(server: FakeServer) -> None:
     assert len(server.requests) == 1
 
 
-@pytest.mark.parametrize(("status", "type_"), [(401, "authentication_error"), (403, "permission_error")])
-def test_anthropic_auth_error_not_retried(server: FakeServer, status: int, type_: str) -> None:
-    server.push(status, anthropic_error(type_, "invalid x-api-key"))
+# Each backend with its API's own error bodies: (model, auth failure by status, server failure, success).
+BACKENDS = {
+    "openai": (openai_model, lambda status: openai_error("Incorrect API key", "invalid_request_error",
+                                                         "invalid_api_key"),
+               lambda: openai_error("The server had an error", "server_error"), openai_ok),
+    "anthropic": (anthropic_model, lambda status: anthropic_error({401: "authentication_error",
+                                                                   403: "permission_error"}[status],
+                                                                  "invalid x-api-key"),
+                  lambda: anthropic_error("api_error", "Internal server error"), anthropic_ok),
+}
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+@pytest.mark.parametrize("status", [401, 403])
+def test_an_auth_error_is_not_retried(server: FakeServer, backend: str, status: int) -> None:
+    model, auth_error, _, _ = BACKENDS[backend]
+    server.push(status, auth_error(status))
     with pytest.raises(AuthError, match=f"HTTP {status}"):
-        anthropic_model(server).complete(user(), TOOLS)
+        model(server).complete(user(), TOOLS)
     assert len(server.requests) == 1
 
 
-def test_anthropic_server_error_retried_until_attempts_run_out(server: FakeServer) -> None:
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_a_server_error_is_retried_until_attempts_run_out(server: FakeServer, backend: str) -> None:
+    model, _, server_error, ok = BACKENDS[backend]
     for _ in range(3):
-        server.push(500, anthropic_error("api_error", "Internal server error"))
-    server.push(200, anthropic_ok())  # never reached
+        server.push(500, server_error())
+    server.push(200, ok())  # never reached
     with pytest.raises(RetryableModelError, match="HTTP 500"):
-        anthropic_model(server, attempts=3).complete(user(), TOOLS)
+        model(server, attempts=3).complete(user(), TOOLS)
     assert len(server.requests) == 3
 
 

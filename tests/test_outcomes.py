@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 from unscaffold.benchmarks.base import Score
 from unscaffold.collect.drop_reasons import EXPLAINED, DropReason
@@ -27,3 +29,13 @@ def test_an_outcome_reads_and_writes_as_its_plain_name() -> None:
     assert result.outcome is Outcome.FAILED
     assert json.loads(result.model_dump_json())["outcome"] == "failed"
     assert Score(reward=0.0, outcome="verifier_error").outcome is Outcome.VERIFIER_ERROR  # type: ignore[arg-type]
+
+
+def test_no_module_spells_an_error_outcome_as_a_string() -> None:
+    """Comparisons go through `Outcome`, so renaming an outcome is one edit the type checker follows."""
+    root = Path(__file__).resolve().parent.parent / "unscaffold"
+    names = "|".join(o.value for o in ERROR_OUTCOMES)
+    spelled = re.compile(rf"""["'](?:{names})["']""")
+    found = [f"{path.relative_to(root)}:{n}" for path in sorted(root.rglob("*.py")) if path.name != "outcomes.py"
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if spelled.search(line)]
+    assert found == []

@@ -1,5 +1,7 @@
-"""The README's commands run as pasted: every flag exists where it is used, every block writes its own
-`--out`, and (slow) every command that needs no real model or server runs, in order, from a fresh folder."""
+"""The README and the pages under docs/ run as pasted: every command names a real command and its real flags,
+every block writes its own `--out`, every link and `make` target exists, the README's recipes run offline as
+written (the cheap steps always, the training and tiny-model steps in the slow test), and (slow) every command
+of every page that needs no real model, server or cluster runs, in order, from a fresh folder."""
 
 from __future__ import annotations
 
@@ -20,9 +22,23 @@ from unscaffold.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-# What a reader replaces before running a command: a real model or server, their own data, a cluster.
-PLACEHOLDERS = ("...", "path/to", "BASE", "openai:", "anthropic:", "hf:Qwen", "hf:path", "ray:", "HEAD", "$")
+DOCS = ROOT / "docs"
+GENERATED = {"cli.md"}  # the command reference is checked against the commands by tests/test_cli_docs.py
+
+# What a reader replaces before a command can run here, so the command is only checked, never run: a real
+# model or server (network), a GPU or a cluster, their own data, a value of their own.
+NEEDS_MORE_THAN_THIS_MACHINE = ("...", "path/to", "BASE", "openai:", "anthropic:", "hf:Qwen", "hf:path", "ray:",
+                                "HEAD", "$", "~/")
+# Steps that train or generate with the tiny model on the CPU: minutes each, so they run in the slow test only.
+SLOW_STEPS = ("train-sft", "rescue train", "hf:")
 EXPECTED_STATUS = {"'sleep 60'": 1}  # the time-out example: the command is killed, so the observation exits 1
+
+
+def pages() -> list[Path]:
+    """The README, then the docs pages in the order their index lists them."""
+    index = (DOCS / "README.md").read_text(encoding="utf-8")
+    listed = [DOCS / name for name in re.findall(r"\]\(([\w.-]+\.md)\)", index) if name not in GENERATED]
+    return [README, DOCS / "README.md", *dict.fromkeys(listed)]
 
 
 def bash_blocks(text: str) -> list[str]:
@@ -58,16 +74,16 @@ def argv(command: str) -> list[str]:
 
 
 def offline(command: str) -> bool:
-    return command.startswith(".venv/bin/unscaffold ") and not any(p in command for p in PLACEHOLDERS)
+    return command.startswith(".venv/bin/unscaffold ") and not any(p in command for p in NEEDS_MORE_THAN_THIS_MACHINE)
 
 
-def runnable(found: list[str]) -> list[str]:
-    """The offline commands that read nothing a command needing a real model writes (its `--out`)."""
+def runnable(found: list[str], skip: tuple[str, ...] = ()) -> list[str]:
+    """The offline commands, less those naming `skip`, that read nothing a command left out writes (its `--out`)."""
     unmade: set[str] = set()
     chosen = []
     for command in found:
         args = argv(command)
-        if offline(command) and not unmade & set(args):
+        if offline(command) and not any(s in command for s in skip) and not unmade & set(args):
             chosen.append(command)
         elif "--out" in args:
             unmade.add(args[args.index("--out") + 1])
@@ -90,12 +106,21 @@ def flags(command: Any) -> set[str]:
     return {opt for p in command.params for opt in (*p.opts, *p.secondary_opts)}
 
 
+def slug(heading: str) -> str:
+    """A heading's anchor as GitHub makes it."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+PAGES = pages()
 README_COMMANDS = commands(README.read_text(encoding="utf-8"))
+ALL_COMMANDS = [(page, c) for page in PAGES for c in commands(page.read_text(encoding="utf-8"))]
 
 
-def test_the_readme_is_read_as_commands() -> None:
-    assert len(README_COMMANDS) >= 30
-    assert len(runnable(README_COMMANDS)) >= 20
+def test_the_pages_are_read_as_commands() -> None:
+    assert [p.name for p in PAGES[:3]] == ["README.md", "README.md", "install.md"]
+    assert len(README_COMMANDS) >= 20 and runnable(README_COMMANDS) == README_COMMANDS  # both recipes offline
+    assert len(ALL_COMMANDS) >= 60 and len(runnable([c for _, c in ALL_COMMANDS])) >= 40
     assert runnable([".venv/bin/unscaffold run s --student hf:BASE --out runs/a",
                      ".venv/bin/unscaffold compare runs/a runs/b --out c.html",
                      ".venv/bin/unscaffold rescue simulate --out runs/sim"]) == [
@@ -104,8 +129,9 @@ def test_the_readme_is_read_as_commands() -> None:
         "rescue", "route", "appworld_lite", "--student", "oracle"]
 
 
-@pytest.mark.parametrize("command", README_COMMANDS)
-def test_every_readme_flag_exists_where_it_is_used(command: str) -> None:
+@pytest.mark.parametrize("command", [c for _, c in ALL_COMMANDS],
+                         ids=[f"{p.name}:{i}" for i, (p, _) in enumerate(ALL_COMMANDS)])
+def test_every_flag_exists_where_it_is_used(command: str) -> None:
     args = argv(command)
     target = resolve(args)
     assert not hasattr(target, "commands"), f"{command}: names no command"
@@ -115,13 +141,37 @@ def test_every_readme_flag_exists_where_it_is_used(command: str) -> None:
     assert used <= flags(target), f"{command}: unknown {sorted(used - flags(target))}"
 
 
-def test_every_readme_command_writes_its_own_out() -> None:
-    outs = Counter()
-    for command in README_COMMANDS:
+def test_every_command_writes_its_own_out() -> None:
+    outs: Counter[str] = Counter()
+    for _, command in ALL_COMMANDS:
         args = argv(command)
         if "--out" in args and "..." not in args:
             outs[args[args.index("--out") + 1]] += 1
     assert [out for out, n in outs.items() if n > 1] == []
+
+
+def test_every_link_and_make_target_exists() -> None:
+    targets = set(re.findall(r"^([\w-]+):", (ROOT / "Makefile").read_text(encoding="utf-8"), flags=re.M))
+    broken = []
+    for page in [*PAGES, DOCS / "cli.md"]:
+        text = page.read_text(encoding="utf-8")
+        for block in bash_blocks(text):
+            broken += [f"{page.name}: make {t}" for t in re.findall(r"^make ([\w-]+)", block, flags=re.M)
+                       if t not in targets]
+        for link in re.findall(r"\]\(([^)\s]+)\)", text):
+            if link.startswith(("http://", "https://")):
+                continue
+            path, _, anchor = link.partition("#")
+            file = (page.parent / path).resolve() if path else page
+            if not file.exists():
+                broken.append(f"{page.name}: {link}")
+            elif anchor and file.suffix == ".md":
+                headings = re.findall(r"^#+ (.+)$", file.read_text(encoding="utf-8"), flags=re.M)
+                if anchor not in {slug(h) for h in headings}:
+                    broken.append(f"{page.name}: {link}")
+    assert broken == []
+    assert slug("`unscaffold rescue train`") == "unscaffold-rescue-train"
+    assert slug("Harness-S: sibling rescue RL") == "harness-s-sibling-rescue-rl"
 
 
 def test_every_command_says_what_it_is_for_and_names_its_sub_commands() -> None:
@@ -141,15 +191,31 @@ def test_every_command_says_what_it_is_for_and_names_its_sub_commands() -> None:
     walk(root, [])
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(3600)
-@needs_bwrap
-def test_the_readme_runs_as_pasted(tmp_path: Path) -> None:
-    """Each offline command, in order, as a user pastes it into a fresh checkout (examples and .venv there)."""
-    for name in ("examples", ".venv"):
-        (tmp_path / name).symlink_to(ROOT / name)
+def run_in_fresh_checkout(found: list[str], folder: Path) -> None:
+    """Each command in order, as a user pastes it into a checkout (the code, examples and .venv linked in)."""
+    for name in ("examples", ".venv", "unscaffold", "splits"):
+        (folder / name).symlink_to(ROOT / name)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for command in runnable(README_COMMANDS):
-        done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True)
+    for command in found:
+        done = subprocess.run(["bash", "-c", command], cwd=folder, env=env, capture_output=True, text=True)
         expected = next((code for key, code in EXPECTED_STATUS.items() if key in command), 0)
         assert done.returncode == expected, f"{command}\n{done.stderr[-2000:]}"
+
+
+@needs_bwrap
+def test_the_readme_recipes_cheap_steps_run_as_pasted(tmp_path: Path) -> None:
+    """Compiling K, the recorded students and reviewer, build-sft, the simulator, the pool and the validation
+    table: the steps that take seconds (those that train or generate with the tiny model are the slow test's)."""
+    cheap = runnable(README_COMMANDS, skip=SLOW_STEPS)
+    assert len(cheap) >= 10
+    run_in_fresh_checkout(cheap, tmp_path)
+    assert (tmp_path / "runs" / "hz" / "sft.jsonl").read_text(encoding="utf-8").strip()
+    assert (tmp_path / "runs" / "hs" / "validation.json").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(7200)
+@needs_bwrap
+def test_every_page_runs_as_pasted(tmp_path: Path) -> None:
+    """Every offline command of the README and of each page, in order, in one fresh folder."""
+    run_in_fresh_checkout(runnable([c for _, c in ALL_COMMANDS]), tmp_path)

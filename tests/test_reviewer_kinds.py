@@ -8,18 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_reviewer_support import (
-    FINISH_INSTRUCTION,
-    TASK,
-    exec_call,
-    passes,
-    proposal,
-    read_log,
-    replace_with,
-    transcript,
-    write_k,
-    write_replay,
-)
+from tests import reviewer_helpers as rv
 from unscaffold.errors import InputError
 from unscaffold.llm.registry import load_provider
 from unscaffold.llm.types import AssistantResponse, Message, ToolCall, Usage
@@ -40,32 +29,32 @@ from unscaffold.reviewer.rules import RulesReviewer
 
 
 def test_rules_replaces_an_unchecked_finish_with_the_recipe(tmp_path: Path) -> None:
-    k = write_k(tmp_path / "k")
+    k = rv.write_k(tmp_path / "k")
     hook = ReviewHook(load_reviewer("rules").for_trial("t1"), k, 5, tmp_path / "reviews.jsonl", "t1-0", "t1")
-    prop = proposal(content="All done.")
-    out = hook(transcript(TASK, "ls output"), prop)
+    prop = rv.proposal(content="All done.")
+    out = hook(rv.transcript(rv.TASK, "ls output"), prop)
     command = """python3 check.py '{"mode": "strict", "path": "output/answer.xlsx"}'"""
     assert command == k.recipes["answer-check"].command({"path": "output/answer.xlsx", "mode": "strict"})
     assert out.tool_calls[0].arguments == {"command": command} and out.tool_calls[0].id == "call_2"
     assert out.reasoning == "Before I finish I will check the answer workbook." and out.content is None
     assert (hook.stats.calls, hook.stats.replacements, hook.stats.reviews) == (0, 1, 1)
-    [line] = read_log(tmp_path / "reviews.jsonl")
-    assert line["reason"] == FINISH_INSTRUCTION
+    [line] = rv.read_log(tmp_path / "reviews.jsonl")
+    assert line["reason"] == rv.FINISH_INSTRUCTION
     assert line["components_used"] == ["check:finish-guard", "tool:answer-check"]
     assert (line["calls"], line["tries"], line["errors"]) == (0, 1, [])
 
 
 def test_rules_passes_without_hint_or_when_extraction_fails(tmp_path: Path) -> None:
-    k = write_k(tmp_path / "k")
+    k = rv.write_k(tmp_path / "k")
     reviewer = RulesReviewer()
     hook = ReviewHook(reviewer, k, 5, tmp_path / "reviews.jsonl", "t1-0", "t1")
-    checked = proposal(content="done")
-    assert hook(transcript(TASK, "python3 check.py x"), checked) is checked  # the check already ran: no hint
-    no_path = proposal(content="done")
-    assert hook(transcript("Fill the totals.", "ls"), no_path) is no_path  # hint fires, `extract` finds nothing
-    cmd = proposal("ls")
-    assert hook(transcript(TASK), cmd) is cmd
-    assert [x["reason"] for x in read_log(tmp_path / "reviews.jsonl")] == [
+    checked = rv.proposal(content="done")
+    assert hook(rv.transcript(rv.TASK, "python3 check.py x"), checked) is checked  # the check already ran: no hint
+    no_path = rv.proposal(content="done")
+    assert hook(rv.transcript("Fill the totals.", "ls"), no_path) is no_path  # hint fires, `extract` finds nothing
+    cmd = rv.proposal("ls")
+    assert hook(rv.transcript(rv.TASK), cmd) is cmd
+    assert [x["reason"] for x in rv.read_log(tmp_path / "reviews.jsonl")] == [
         "no check fired",
         "checks fired without an applicable remedy: check:finish-guard",
         "no check fired",
@@ -96,15 +85,15 @@ def test_writes_files(command: str, writes: bool) -> None:
 
 def test_cascade_calls_only_on_writes_and_finish(tmp_path: Path) -> None:
     steps = [
-        {"tool_call": exec_call("ls")},
-        {"tool_call": exec_call("cat notes.txt 2>&1")},
-        {"tool_call": exec_call("echo 42 > answer.txt")},
-        {"tool_call": exec_call("grep -c 4 answer.txt 2>/dev/null")},
-        {"tool_call": exec_call("python3 -c \"open('log.txt', 'a').write('x')\"")},
+        {"tool_call": rv.exec_call("ls")},
+        {"tool_call": rv.exec_call("cat notes.txt 2>&1")},
+        {"tool_call": rv.exec_call("echo 42 > answer.txt")},
+        {"tool_call": rv.exec_call("grep -c 4 answer.txt 2>/dev/null")},
+        {"tool_call": rv.exec_call("python3 -c \"open('log.txt', 'a').write('x')\"")},
         {"content": "The answer is 42."},
     ]
-    student = write_replay(tmp_path / "student.json", steps)
-    spec = "cascade:" + write_replay(tmp_path / "reviewer.json", [passes(), passes(), passes("supported")])
+    student = rv.write_replay(tmp_path / "student.json", steps)
+    spec = "cascade:" + rv.write_replay(tmp_path / "reviewer.json", [rv.passes(), rv.passes(), rv.passes("supported")])
     factory = load_reviewer(spec)
     assert isinstance(factory, CascadeFactory)
     reviewer = factory.for_trial("t1")
@@ -115,17 +104,17 @@ def test_cascade_calls_only_on_writes_and_finish(tmp_path: Path) -> None:
     assert traj.exit_status == "submitted" and len(traj.steps) == 6
     assert (hook.stats.reviews, hook.stats.calls, hook.stats.saved_calls) == (6, 3, 3)
     assert reviewer.inner.cursor.position == 3
-    lines = read_log(tmp_path / "reviews.jsonl")
+    lines = rv.read_log(tmp_path / "reviews.jsonl")
     assert [x["calls"] for x in lines] == [0, 0, 1, 0, 1, 1]
     assert lines[0]["skipped"] == "cascade: no hint, no finish, no file write"
 
 
 def test_cascade_reviews_a_flagged_read_only_step(tmp_path: Path) -> None:
-    k = write_k(tmp_path / "k")
+    k = rv.write_k(tmp_path / "k")
     k.middleware[0].rule.when = "command"  # now the finish guard flags any command lacking a prior check
-    spec = "cascade:" + write_replay(tmp_path / "reviewer.json", [passes()])
+    spec = "cascade:" + rv.write_replay(tmp_path / "reviewer.json", [rv.passes()])
     hook = ReviewHook(load_reviewer(spec).for_trial("t1"), k, 5, tmp_path / "reviews.jsonl", "t1-0", "t1")
-    hook(transcript(TASK), proposal("ls"))
+    hook(rv.transcript(rv.TASK), rv.proposal("ls"))
     assert (hook.stats.calls, hook.stats.saved_calls) == (1, 0)
 
 
@@ -160,16 +149,16 @@ def llm_hook(tmp_path: Path, model: ScriptedModel, k) -> ReviewHook:
 
 
 def test_llm_reviewer_reads_k_retries_and_replaces(tmp_path: Path) -> None:
-    k = write_k(tmp_path / "k", pad_chars=30_000)
+    k = rv.write_k(tmp_path / "k", pad_chars=30_000)
     model = ScriptedModel([
         look("r1", "read", path="memory/notes.md"),
         submit("s1", {"decision": "REPLACE", "reason": "finish unsupported"}),
-        submit("s2", replace_with("python3 check.py x", reason="finish unsupported",
+        submit("s2", rv.replace_with("python3 check.py x", reason="finish unsupported",
                                   components_used=["check:finish-guard"])),
     ])
     hook = llm_hook(tmp_path, model, k)
-    prop = proposal(content="All done.")
-    out = hook(transcript(TASK, "ls output"), prop)
+    prop = rv.proposal(content="All done.")
+    out = hook(rv.transcript(rv.TASK, "ls output"), prop)
     assert out.tool_calls[0].arguments == {"command": "python3 check.py x"}
     assert (hook.stats.calls, hook.stats.invalid, hook.stats.replacements) == (3, 1, 1)
     assert hook.stats.usage == Usage(input_tokens=250, output_tokens=25)
@@ -180,7 +169,7 @@ def test_llm_reviewer_reads_k_retries_and_replaces(tmp_path: Path) -> None:
     assert "## Task\nFill the totals." in user and "Command (execute):\n```bash\nls output\n```" in user
     assert "(no tool call: this reply ends the episode" in user
     evidence = "the proposal ends the episode; no earlier command of the student matches /check\\.py/"
-    assert f"- check:finish-guard / {evidence} / {FINISH_INSTRUCTION}" in user
+    assert f"- check:finish-guard / {evidence} / {rv.FINISH_INSTRUCTION}" in user
     second = model.sent[1][0]
     assert (second[-1].role, second[-1].tool_call_id) == ("tool", "r1")
     assert second[-1].content == "NOTE-LITERALS: write literal values, not formulas as strings."
@@ -188,17 +177,17 @@ def test_llm_reviewer_reads_k_retries_and_replaces(tmp_path: Path) -> None:
     assert (third[-1].role, third[-1].tool_call_id) == ("tool", "s1")
     assert third[-1].content == ("Invalid submission: REPLACE needs a replacement. "
                                  "Correct it and call `submit_review` again.")
-    [line] = read_log(tmp_path / "reviews.jsonl")
+    [line] = rv.read_log(tmp_path / "reviews.jsonl")
     assert (line["calls"], line["tries"], line["errors"]) == (3, 2, ["REPLACE needs a replacement"])
 
 
 def test_llm_reviewer_inlines_a_small_k(tmp_path: Path) -> None:
-    k = write_k(tmp_path / "k")
+    k = rv.write_k(tmp_path / "k")
     assert k.text_size() <= 24_000
-    model = ScriptedModel([submit("s1", passes())])
+    model = ScriptedModel([submit("s1", rv.passes())])
     hook = llm_hook(tmp_path, model, k)
-    prop = proposal("ls")
-    assert hook(transcript(), prop) is prop
+    prop = rv.proposal("ls")
+    assert hook(rv.transcript(), prop) is prop
     messages, tools = model.sent[0]
     assert tools == ["submit_review"]
     assert "=== memory/notes.md ===\nNOTE-LITERALS" in messages[0].content
@@ -209,8 +198,8 @@ def test_llm_reviewer_inlines_a_small_k(tmp_path: Path) -> None:
 def test_llm_reviewer_without_k_uses_the_default_rules(tmp_path: Path) -> None:
     model = ScriptedModel([AssistantResponse(content='```json\n{"decision": "PASS", "reason": "fine"}\n```')])
     hook = llm_hook(tmp_path, model, None)
-    prop = proposal("ls")
-    assert hook(transcript(), prop) is prop
+    prop = rv.proposal("ls")
+    assert hook(rv.transcript(), prop) is prop
     system = model.sent[0][0][0].content
     assert "REPLACE only for a real correction" in system and "never mention the reviewer" in system.lower()
     assert hook.stats.calls == 1
@@ -218,9 +207,9 @@ def test_llm_reviewer_without_k_uses_the_default_rules(tmp_path: Path) -> None:
 
 def test_llm_reviewer_text_reply_error_goes_back_as_user_message(tmp_path: Path) -> None:
     model = ScriptedModel([AssistantResponse(content="Looks fine to me."), submit("s1", None, raw='{"decision": '),
-                           submit("s2", passes())])
+                           submit("s2", rv.passes())])
     hook = llm_hook(tmp_path, model, None)
-    hook(transcript(), proposal("ls"))
+    hook(rv.transcript(), rv.proposal("ls"))
     assert model.sent[1][0][-1] == Message(role="user", content="Invalid submission: submission is not valid JSON: "
                                            "Expecting value. Correct it and call `submit_review` again.")
     assert model.sent[2][0][-1].content.startswith("Invalid submission: submission is not valid JSON: Expecting value")
@@ -229,13 +218,13 @@ def test_llm_reviewer_text_reply_error_goes_back_as_user_message(tmp_path: Path)
 
 
 def test_llm_reviewer_look_ups_are_capped_and_confined(tmp_path: Path) -> None:
-    k = write_k(tmp_path / "k", pad_chars=30_000)
+    k = rv.write_k(tmp_path / "k", pad_chars=30_000)
     (tmp_path / "secret.txt").write_text("GOLD ANSWER")
-    model = ScriptedModel([look(f"l{i}", "read", path="../secret.txt") for i in range(9)] + [submit("s", passes())])
+    model = ScriptedModel([look(f"l{i}", "read", path="../secret.txt") for i in range(9)] + [submit("s", rv.passes())])
     reviewer = LLMReviewer(model)
-    session = reviewer.open(ReviewRequest("t1-0", "t1", 1, transcript(), proposal("ls"), [], k))
+    session = reviewer.open(ReviewRequest("t1-0", "t1", 1, rv.transcript(), rv.proposal("ls"), [], k))
     raw = session.next(None)
-    assert raw is not None and raw.calls == 10 and raw.payload == passes()
+    assert raw is not None and raw.calls == 10 and raw.payload == rv.passes()
     results = [m.content for m in model.sent[-1][0] if m.role == "tool"]
     assert results[:8] == ["error: path '../secret.txt' leaves the reference"] * 8
     assert results[8] == "error: the limit of 8 look-ups is spent; call `submit_review` now"
@@ -243,7 +232,7 @@ def test_llm_reviewer_look_ups_are_capped_and_confined(tmp_path: Path) -> None:
 
 
 def test_k_tools(tmp_path: Path) -> None:
-    tools = KTools(write_k(tmp_path / "k"))
+    tools = KTools(rv.write_k(tmp_path / "k"))
     assert tools.call("ls", {"path": "checks"}).splitlines() == [
         f"checks/finish-guard.json  ({(tmp_path / 'k/checks/finish-guard.json').stat().st_size} bytes)",
         f"checks/finish-guard.md  ({(tmp_path / 'k/checks/finish-guard.md').stat().st_size} bytes)",
@@ -254,7 +243,7 @@ def test_k_tools(tmp_path: Path) -> None:
     assert absolute == "error: path '/etc/passwd' must be relative to the reference root"
     assert tools.call("read", {"path": "tools"}) == "error: 'tools' is a folder; use ls"
     assert tools.call("read", {"path": "nope.md"}) == "error: path 'nope.md' not found"
-    small = KTools(write_k(tmp_path / "k2"), max_output=10)
+    small = KTools(rv.write_k(tmp_path / "k2"), max_output=10)
     assert small.call("read", {"path": "memory/notes.md"}) == (
         "NOTE-LITER\n[... 51 more characters; read again with offset=10]")
     assert small.call("read", {"path": "memory/notes.md", "offset": 54}) == "trings."
@@ -267,7 +256,7 @@ def test_load_reviewer_specs(tmp_path: Path) -> None:
     assert isinstance(load_reviewer("passthrough").for_trial("a"), PassthroughReviewer)
     assert isinstance(load_reviewer("rules").for_trial("a"), RulesReviewer)
     path = tmp_path / "r.json"
-    path.write_text(json.dumps({"*": [passes(), "raw text"]}))
+    path.write_text(json.dumps({"*": [rv.passes(), "raw text"]}))
     replay = load_reviewer(f"replay:{path}")
     assert isinstance(replay, ReplayReviewerFactory)
     a, b = replay.for_trial("x"), replay.for_trial("y")
@@ -287,7 +276,7 @@ def test_load_reviewer_rejects_unknown_specs(spec: str) -> None:
 
 def test_replay_entries_must_be_objects_or_strings(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
-    path.write_text(json.dumps({"t1": [passes(), 3]}))
+    path.write_text(json.dumps({"t1": [rv.passes(), 3]}))
     with pytest.raises(InputError) as e:
         load_reviewer(f"replay:{path}")
     assert str(e.value) == f"{path}: t1[1]: expected an object or a string"

@@ -124,13 +124,13 @@ def test_exec_and_compile_k_share_the_typed_sandbox_kind() -> None:
 
 
 
-def test_the_readme_example_is_a_valid_config() -> None:
+def test_the_documented_example_is_a_valid_config() -> None:
     import re
     import tomllib
 
     from tests.helpers import ROOT
 
-    block = re.search(r"```toml\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    block = re.search(r"```toml\n(.*?)```", (ROOT / "docs" / "run.md").read_text(), re.S)
     assert block is not None
     config = RunConfig.model_validate({**tomllib.loads(block.group(1)), "suite": "harbor", "out": "runs/x"})
     assert config.sandbox == SandboxSettings(kind="docker", command_timeout_s=120.0)

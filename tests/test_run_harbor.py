@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from perf.harness_overhead import make_tasks
 from tests.helpers import HARBOR_EXAMPLES, HARBOR_REPLAY, ROOT, call, eventually, final, needs_bwrap
 from unscaffold.cli import app
 from unscaffold.collect.models import RunConfig
@@ -128,22 +129,15 @@ def test_a_crash_in_one_trial_keeps_the_others(tmp_path: Path, write_replay, mon
 def passing_tasks(root: Path, n: int) -> tuple[Path, Path]:
     """`n` Harbor tasks that pass once a student has run one command, and that student's replay file."""
     replay = root / "replay.json"
-    replay.write_text(json.dumps({"*": [call("echo step"), final("done")]}))
-    tasks = root / "tasks"
-    for i in range(n):
-        t = tasks / f"t{i}"
-        (t / "tests").mkdir(parents=True)
-        (t / "instruction.md").write_text(f"task {i}")
-        (t / "task.toml").write_text("")
-        (t / "tests" / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
-    return replay, tasks
+    replay.write_text(json.dumps({"*": [call("echo ok > out.txt"), final("done")]}))
+    return replay, make_tasks(root / "tasks", n)
 
 
 def hanging_after(replay: Path, n: int) -> None:
-    """Rewrite `replay` so that tasks t0..t{n-1} pass and every other task's commands hang: a run killed
+    """Rewrite `replay` so that tasks t00..t{n-1} pass and every other task's commands hang: a run killed
     once n results exist is always half way, however fast or busy the machine."""
     passing = json.loads(replay.read_text())["*"]
-    replay.write_text(json.dumps({**{f"t{i}": passing for i in range(n)}, "*": [call("sleep 1000")] * 200}))
+    replay.write_text(json.dumps({**{f"t{i:02d}": passing for i in range(n)}, "*": [call("sleep 1000")] * 200}))
 
 
 def test_sigkill_half_way_then_resume_finishes_every_trial_once(tmp_path: Path) -> None:
@@ -160,16 +154,16 @@ def test_sigkill_half_way_then_resume_finishes_every_trial_once(tmp_path: Path) 
     proc.wait()
     replay.write_text(passing)  # the re-run's student passes every task
     finished_before = {p.parent.name: p.read_text() for p in out.glob("trials/*/result.json")}
-    assert sorted(finished_before) == ["t0", "t1", "t2"]
+    assert sorted(finished_before) == ["t00", "t01", "t02"]
     assert not (out / "results.json").exists()
     subprocess.run(argv, cwd=ROOT, check=True, capture_output=True, timeout=120)
     results = json.loads((out / "results.json").read_text())
-    assert results["per_task"] == {f"t{i}": 1.0 for i in range(8)}
+    assert results["per_task"] == {f"t{i:02d}": 1.0 for i in range(8)}
     for name, text in finished_before.items():  # finished trials were not run again
         assert (out / "trials" / name / "result.json").read_text() == text
     events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
     finished = [e["trial_id"] for e in events if e["event"] == "trial_finished"]
-    assert sorted(finished) == [f"t{i}" for i in range(8)]  # each exactly once
+    assert sorted(finished) == [f"t{i:02d}" for i in range(8)]  # each exactly once
     assert not list(out.rglob("*.tmp"))
     # the killed trials' filesystems were unmounted on resume, so their folders were removed, not set aside
     assert mounts_below(out) == [] and not list((out / "trials").glob("*.stale-*"))
@@ -210,14 +204,14 @@ def test_a_kill_after_any_write_then_resume_records_every_trial_exactly_once(tmp
         assert killed.returncode == 9, killed.stderr
         before = {p.parent.name: p.read_text() for p in out.glob("trials/*/result.json")}
         summary = run(RunConfig(suite="harbor", data=tasks, student=f"replay:{replay}", out=out))
-        assert summary.per_task == {"t0": 1.0, "t1": 1.0, "t2": 1.0}, kill_after
+        assert summary.per_task == {"t00": 1.0, "t01": 1.0, "t02": 1.0}, kill_after
         for name, text in before.items():  # a committed trial is never run again
             assert (out / "trials" / name / "result.json").read_text() == text
         events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
         finished = sorted(e["trial_id"] for e in events if e["event"] == "trial_finished")
-        assert finished == ["t0", "t1", "t2"], (kill_after, finished)
+        assert finished == ["t00", "t01", "t02"], (kill_after, finished)
         recovered = [e["trial_id"] for e in events if e.get("recovered")]
-        assert recovered == (["t0", "t1", "t2"][kill_after // 3 - 0:kill_after // 3 + 1] if kill_after % 3 == 2
+        assert recovered == (["t00", "t01", "t02"][kill_after // 3 - 0:kill_after // 3 + 1] if kill_after % 3 == 2
                              else []), kill_after
 
 

@@ -8,6 +8,8 @@ from typing import NoReturn
 
 import typer
 
+from unscaffold.outcomes import Outcome
+
 
 def fail(e: Exception) -> NoReturn:
     """One line, exit 2 (bad input, a missing resource), or the error's own status (a run that stalled: 1)."""
@@ -23,7 +25,7 @@ def run_problem(results: dict) -> str | None:
         return f"{len(skipped)} task(s) skipped as unreadable: {', '.join(sorted(skipped))} (see skipped_tasks " \
                "in results.json)"
     outcomes = results.get("outcomes") or {}
-    if results.get("n_trials") and outcomes.get("infra_error", 0) == results["n_trials"]:
+    if results.get("n_trials") and outcomes.get(Outcome.INFRA_ERROR, 0) == results["n_trials"]:
         return results.get("infra_cause") or "every trial failed for infrastructure"
     return None
 

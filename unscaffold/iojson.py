@@ -63,14 +63,21 @@ def append_jsonl(path: Path, record: Any, durable: bool = False) -> None:
             os.fsync(f.fileno())
 
 
-def read_json(path: Path) -> Any:
-    path = Path(path)
+def read_input_text(path: Path, encoding: str = "utf-8") -> str:
+    """A file the user named, as text; a missing or unreadable one is one line naming it."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return Path(path).read_text(encoding=encoding)
     except FileNotFoundError:
         raise InputError(str(path), None, "file not found") from None
     except OSError as e:
         raise InputError(str(path), None, f"cannot read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise InputError(str(path), None, f"not {encoding} text: {e.reason}") from None
+
+
+def read_json(path: Path) -> Any:
+    path = Path(path)
+    text = read_input_text(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:

@@ -5,18 +5,10 @@ from __future__ import annotations
 
 from html import escape
 
+from unscaffold.behaviors import tables
 from unscaffold.behaviors.compare import Comparison
 from unscaffold.behaviors.recovery import PooledRecovery, RecoveryTable
 from unscaffold.behaviors.stats import Interval
-from unscaffold.behaviors.tables import (
-    Grid,
-    behavior_grid,
-    cost_grid,
-    mean_lines,
-    pooled_lines,
-    rescue_grid,
-    score_grid,
-)
 from unscaffold.collect.report import CSS, bar_chart
 
 TABLE_CSS = """
@@ -31,7 +23,7 @@ ELIGIBILITY = ("A task is <b>eligible</b> for a behaviour when the base model sh
                "found by a deterministic detector declared beside its h* component.")
 
 
-def grid_html(grid: Grid, numeric_from: int = 2) -> str:
+def grid_html(grid: tables.Grid, numeric_from: int = 2) -> str:
     headers, rows = grid
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f'<td{" class=num" if i >= numeric_from else ""}>{escape(c)}</td>'
@@ -81,14 +73,14 @@ def recovery_section(table: RecoveryTable, heading: str = "h2") -> str:
     cards = [(f"mean recovery ({table.suite})", ours), ("behaviours kept", str(len(table.behaviors))),
              ("dropped", str(len(table.dropped))), ("tasks excluded (no completed trial)", str(len(table.excluded)))]
     dropped = (f"<h3>Dropped: fewer than {table.min_eligible} eligible tasks</h3>"
-               f"{grid_html(behavior_grid(table.dropped))}" if table.dropped else "")
+               f"{grid_html(tables.behavior_grid(table.dropped))}" if table.dropped else "")
     notes = "".join(f'<div class="muted">note: {escape(n)}</div>' for n in table.notes)
     return (f'<{heading}>Behaviour recovery: {escape(table.runs["tuned"])}</{heading}>'
             f'<div class="muted">base + h {escape(table.runs["base_h"])} · base + h* {escape(table.runs["base_hstar"])}'
             f" · bank {escape(table.bank)} · {table.n_tasks} tasks</div>"
             f'<div class="cards">{"".join(card_html(k, v) for k, v in cards)}</div>'
-            f"<p>{ELIGIBILITY}</p><p class=muted>{'<br>'.join(escape(line) for line in mean_lines(table))}</p>"
-            f'<div class="plots">{chart}</div>{grid_html(behavior_grid(table.behaviors))}{dropped}{notes}')
+            f"<p>{ELIGIBILITY}</p><p class=muted>{'<br>'.join(escape(line) for line in tables.mean_lines(table))}</p>"
+            f'<div class="plots">{chart}</div>{grid_html(tables.behavior_grid(table.behaviors))}{dropped}{notes}')
 
 
 def recovery_page(table: RecoveryTable | PooledRecovery) -> str:
@@ -102,7 +94,7 @@ def recovery_page(table: RecoveryTable | PooledRecovery) -> str:
     return page(f"unscaffold behaviours · {suites}",
                 f"<h1>{escape(suites)}: behaviour recovery</h1>"
                 f'<div class="cards">{"".join(card_html(k, v) for k, v in cards)}</div>'
-                f"<p class=muted>{'<br>'.join(escape(line) for line in pooled_lines(table))}</p>"
+                f"<p class=muted>{'<br>'.join(escape(line) for line in tables.pooled_lines(table))}</p>"
                 + "".join(recovery_section(t) for t in table.suites))
 
 
@@ -120,9 +112,9 @@ def comparison_page(cmp: Comparison) -> str:
             "trained it), the harness (h: one bash tool; h*: the training-time harness) and a reviewer if any. "
             "Δ is the per-task pass@1 difference against the baseline, in points, with its interval; better / "
             "worse / same count tasks.</p>"
-            f'<h2>Scores</h2><div class="plots">{chart}{diffs}</div>{grid_html(score_grid(cmp))}'
-            f"<h2>Cost</h2>{grid_html(cost_grid(cmp), numeric_from=1)}"
+            f'<h2>Scores</h2><div class="plots">{chart}{diffs}</div>{grid_html(tables.score_grid(cmp))}'
+            f"<h2>Cost</h2>{grid_html(tables.cost_grid(cmp), numeric_from=1)}"
             + (f'<h2>Rescue training</h2><div class="muted">{escape(cmp.published_source)}</div>'
-               f"{grid_html(rescue_grid(cmp), numeric_from=3)}" if cmp.rescue_methods else "")
+               f"{grid_html(tables.rescue_grid(cmp), numeric_from=3)}" if cmp.rescue_methods else "")
             + f'<h2>Behaviour recovery</h2><div class="muted">{escape(cmp.recovery_note)}</div>{recovery}')
     return page(f"unscaffold compare · {cmp.suite}", body)

@@ -24,6 +24,7 @@ from unscaffold.collect.models import TrialResult
 from unscaffold.errors import UnscaffoldError
 from unscaffold.knowledge.bank import load_bank
 from unscaffold.knowledge.hstar import bank_for_harness
+from unscaffold.outcomes import ERROR_OUTCOMES, Outcome
 
 Rule = Literal["any", "majority"]
 RULES: dict[str, str] = {
@@ -35,7 +36,7 @@ Shows = dict[str, set[str]]  # component id -> tasks that show its behaviour
 
 # Outcomes of a trial that did not complete: the trajectory says nothing about the student's behaviour.
 # A verifier_error trial did complete (only its scoring failed), so its behaviour counts.
-NOT_COMPLETED = frozenset({"infra_error", "environment_error", "environment_unsupported"})
+NOT_COMPLETED = frozenset(ERROR_OUTCOMES) - {Outcome.VERIFIER_ERROR}
 
 
 class PublishedFigure(BaseModel):

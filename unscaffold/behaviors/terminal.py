@@ -11,17 +11,9 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
+from unscaffold.behaviors import tables
 from unscaffold.behaviors.compare import Comparison
 from unscaffold.behaviors.recovery import PooledRecovery, RecoveryTable, Rule
-from unscaffold.behaviors.tables import (
-    Grid,
-    behavior_grid,
-    cost_grid,
-    mean_lines,
-    pooled_lines,
-    rescue_grid,
-    score_grid,
-)
 from unscaffold.errors import UnscaffoldError
 from unscaffold.iojson import write_text_atomic
 
@@ -32,7 +24,7 @@ def trial_rule(rule: str) -> Rule:
     raise UnscaffoldError(f"--rule: unknown rule {rule!r}; use any or majority")
 
 
-def grid_table(title: str, grid: Grid, numeric_from: int = 2) -> Table:
+def grid_table(title: str, grid: tables.Grid, numeric_from: int = 2) -> Table:
     headers, rows = grid
     table = Table(title=title)
     for i, h in enumerate(headers):
@@ -44,26 +36,28 @@ def grid_table(title: str, grid: Grid, numeric_from: int = 2) -> Table:
 
 def print_recovery(table: RecoveryTable) -> None:
     out = Console()
-    out.print(grid_table(f"behaviour recovery: {table.runs['tuned']}", behavior_grid(table.behaviors)))
+    out.print(grid_table(f"behaviour recovery: {table.runs['tuned']}", tables.behavior_grid(table.behaviors)))
     if table.dropped:
-        out.print(grid_table(f"dropped (fewer than {table.min_eligible} eligible tasks)", behavior_grid(table.dropped)))
-    for line in mean_lines(table) + [f"note: {n}" for n in table.notes]:
+        out.print(grid_table(f"dropped (fewer than {table.min_eligible} eligible tasks)",
+                             tables.behavior_grid(table.dropped)))
+    for line in tables.mean_lines(table) + [f"note: {n}" for n in table.notes]:
         out.print(line, highlight=False, soft_wrap=True)
 
 
 def print_pooled(report: PooledRecovery) -> None:
     for table in report.suites:
         print_recovery(table)
-    for line in pooled_lines(report):
+    for line in tables.pooled_lines(report):
         Console().print(line, highlight=False, soft_wrap=True)
 
 
 def print_comparison(result: Comparison) -> None:
     out = Console()
-    out.print(grid_table(f"{result.suite}: {result.n_tasks} tasks, baseline {result.baseline}", score_grid(result)))
-    out.print(grid_table("cost", cost_grid(result), numeric_from=1))
+    title = f"{result.suite}: {result.n_tasks} tasks, baseline {result.baseline}"
+    out.print(grid_table(title, tables.score_grid(result)))
+    out.print(grid_table("cost", tables.cost_grid(result), numeric_from=1))
     if result.rescue_methods:
-        out.print(grid_table(f"rescue training; {result.published_source}", rescue_grid(result), numeric_from=3))
+        out.print(grid_table(f"rescue training; {result.published_source}", tables.rescue_grid(result), numeric_from=3))
     out.print(result.recovery_note, highlight=False, soft_wrap=True)
     for table in result.recovery:
         print_recovery(table)

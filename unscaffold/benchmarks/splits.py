@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from unscaffold.errors import InputError
-from unscaffold.iojson import validation_error
+from unscaffold.iojson import read_input_text, validation_error
 
 SPLIT_NAMES = ("train", "validation", "test")
 FORBIDDEN_SPLIT = "test"
@@ -63,12 +63,7 @@ def _parse_text(path: Path, text: str) -> dict[str, list[str]]:
 def read_split_file(path: Path) -> SplitFile:
     """The file as written; ids listed twice (in one split or two) are refused here, unknown ids later."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError(str(path), None, "file not found") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(str(path), None, f"unreadable: {e}") from None
+    text = read_input_text(path, encoding="utf-8-sig")
     try:
         raw = json.loads(text)
     except json.JSONDecodeError:

@@ -9,6 +9,7 @@ from unscaffold import __version__
 from unscaffold.benchmarks import Suite, Task
 from unscaffold.collect.models import RunConfig, RunResults, TrialResult
 from unscaffold.llm.types import Usage
+from unscaffold.outcomes import Outcome
 
 SUCCESS = 1.0 - 1e-9
 
@@ -61,12 +62,12 @@ def aggregate(
         trial_wall_s=round(sum(r.wall_s for r in results), 3),
         exit_status=dict(Counter(r.exit_status for r in results)),
         exceptions=sum(1 for r in results if r.exception),
-        infra_errors=sum(1 for r in results if r.outcome == "infra_error"),
+        infra_errors=sum(1 for r in results if r.outcome == Outcome.INFRA_ERROR),
         infra_retried=sum(r.attempt - 1 for r in results),
         isolation=_one_or_mixed({isolation_kind(r.isolation) for r in results if r.isolation}),
         isolations=dict(Counter(isolation_kind(r.isolation) for r in results if r.isolation)),
         outcomes=dict(Counter(r.outcome for r in results)),
-        infra_cause=next((r.reason for r in results if r.outcome == "infra_error"), None),
+        infra_cause=next((r.reason for r in results if r.outcome == Outcome.INFRA_ERROR), None),
         skipped_tasks=suite.skipped_tasks(),
         unscaffold_version=__version__,
     )

@@ -21,6 +21,7 @@ from unscaffold.errors import InputError, UnscaffoldError
 from unscaffold.iojson import append_jsonl, load_model, read_json, write_json_atomic
 from unscaffold.minimal_harness.trajectory import now_iso
 from unscaffold.notices import cause_key, note_retry
+from unscaffold.outcomes import Outcome
 
 Progress = Callable[[TrialResult], None]
 
@@ -34,7 +35,7 @@ class RunStalled(UnscaffoldError):
 
 def stalled_cause(wave: list[TrialResult]) -> str | None:
     """The one infrastructure cause every trial of the first wave failed for, or None."""
-    if not wave or any(r.outcome != "infra_error" for r in wave):
+    if not wave or any(r.outcome != Outcome.INFRA_ERROR for r in wave):
         return None
     keys = {cause_key(r.reason, r.trial_id, r.task_id) for r in wave}
     return wave[0].reason if len(keys) == 1 else None
@@ -76,7 +77,7 @@ def set_aside(trial_dir: Path) -> None:
 def finished_event(result: TrialResult, recovered: bool = False) -> dict:
     """The event that closes a trial in events.jsonl: `trial_finished`, or `trial_infra_failed` for a
     result the next resume runs again (so `trial_finished` appears exactly once per trial)."""
-    kind = "trial_infra_failed" if result.outcome == "infra_error" and result.infra_error else "trial_finished"
+    kind = "trial_infra_failed" if result.outcome == Outcome.INFRA_ERROR and result.infra_error else "trial_finished"
     event = {"event": kind, "trial_id": result.trial_id, "reward": result.reward, "outcome": result.outcome,
              "at": now_iso()}
     return {**event, "recovered": True} if recovered else event
@@ -107,7 +108,7 @@ def reconcile(plan: list[tuple[Task, str]], trials_dir: Path, events: Path) -> l
     pending = []
     for task, tid in plan:
         result = _saved_result(trials_dir / tid / RESULT) if (trials_dir / tid / RESULT).exists() else None
-        if result is None or (result.infra_error and result.outcome == "infra_error"):
+        if result is None or (result.infra_error and result.outcome == Outcome.INFRA_ERROR):
             pending.append((task, tid))
         elif tid not in closed:
             append_jsonl(events, finished_event(result, recovered=True))
@@ -179,7 +180,7 @@ def run_suite(suite: Suite, config: RunConfig, progress: Progress | None = None,
                     if not judged.is_set():
                         wave.append(result)
                         cause = stalled_cause(wave) if len(wave) == wave_size else None
-                        if result.outcome != "infra_error" or (len(wave) == wave_size and not cause):
+                        if result.outcome != Outcome.INFRA_ERROR or (len(wave) == wave_size and not cause):
                             judged.set()
                         elif cause:
                             stalled.set()

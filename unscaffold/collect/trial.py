@@ -23,7 +23,7 @@ from unscaffold.minimal_harness.sandbox import open_sandbox
 from unscaffold.minimal_harness.sandbox.base import DOCKER_ADVICE
 from unscaffold.minimal_harness.sandbox.disk import disk_note, open_trial_disk
 from unscaffold.minimal_harness.trajectory import Trajectory, now_iso
-from unscaffold.outcomes import Outcome
+from unscaffold.outcomes import COMPLETED_OUTCOMES, Outcome
 from unscaffold.reviewer.base import ReviewerFactory
 from unscaffold.reviewer.hook import ReviewHook
 
@@ -162,13 +162,13 @@ def run_trial(
     oracle = oracle_failure(traj) if provider.spec == "oracle" else None
     gaps = suite.environment_gaps(task, config.sandbox.kind)
     outcome, reason = decide_outcome(score, traj, infra, gaps, oracle)
-    if gaps and outcome != "passed":
+    if gaps and outcome != Outcome.PASSED:
         score.details["environment_gaps"] = gaps
     result = TrialResult(
         trial_id=trial_id,
         task_id=task.id,
         scenario=task.scenario,
-        reward=score.reward if outcome in ("passed", "failed") else 0.0,
+        reward=score.reward if outcome in COMPLETED_OUTCOMES else 0.0,
         outcome=outcome,
         reason=reason,
         details=bounded_details(score.details),
@@ -202,8 +202,9 @@ def record_infra_failure(suite: Suite, task: Task, trial_id: str, trial_dir: Pat
                       exit_status="error", exception=exception)
     traj.save(trial_dir / TRAJECTORY)
     (trial_dir / REVIEWS).touch()
-    result = TrialResult(trial_id=trial_id, task_id=task.id, scenario=task.scenario, reward=0.0, outcome="infra_error",
-                         reason=exception[:MAX_REASON], exit_status="error", exception=exception, infra_error=True,
+    result = TrialResult(trial_id=trial_id, task_id=task.id, scenario=task.scenario, reward=0.0,
+                         outcome=Outcome.INFRA_ERROR, reason=exception[:MAX_REASON], exit_status="error",
+                         exception=exception, infra_error=True,
                          attempt=attempt, started_at=started_at, ended_at=now_iso())
     write_json_atomic(trial_dir / RESULT, result)
     return result

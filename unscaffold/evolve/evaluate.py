@@ -12,6 +12,7 @@ from unscaffold.collect.runner import RunStalled, run
 from unscaffold.evolve.budget import check_budget
 from unscaffold.evolve.config import EvolveConfig
 from unscaffold.iojson import load_model
+from unscaffold.outcomes import Outcome
 
 
 class Evaluator:
@@ -38,7 +39,7 @@ class Evaluator:
             price_in_per_mtok=c.budget.price_in_per_mtok, price_out_per_mtok=c.budget.price_out_per_mtok,
         )
         summary = run(config)
-        if summary.n_trials and summary.outcomes.get("infra_error", 0) == summary.n_trials:  # nothing to learn from
+        if summary.n_trials and summary.outcomes.get(Outcome.INFRA_ERROR, 0) == summary.n_trials:  # nothing to learn
             raise RunStalled(f"the student could not run (runs/{name}): {summary.infra_cause}")
         rewards: dict[str, list[float]] = {t: [] for t in sorted(task_ids)}
         for path in sorted((self.run_dir(name) / "trials").glob("*/result.json")):

@@ -7,9 +7,9 @@ from typing import Any
 
 import anthropic
 
-from unscaffold.errors import AuthError, InputError, ModelError
-from unscaffold.llm.http_errors import error_for_status, one_line, transport_error
-from unscaffold.llm.retry import with_retries
+from unscaffold.errors import AuthError, InputError
+from unscaffold.llm.http_errors import one_line, sdk_errors
+from unscaffold.llm.retry import Backoff
 from unscaffold.llm.types import AssistantResponse, Message, ToolCall, Usage, parse_arguments
 
 THINKING_ENV = "UNSCAFFOLD_ANTHROPIC_THINKING"
@@ -138,7 +138,7 @@ def parse_message(response: Any) -> AssistantResponse:
 
 
 class AnthropicModel:
-    """A Messages API backend; SDK retries are off so `with_retries` alone decides on back-off."""
+    """A Messages API backend; SDK retries are off so `Backoff` alone decides."""
 
     def __init__(
         self,
@@ -151,14 +151,12 @@ class AnthropicModel:
         temperature: float | None = None,
         thinking_budget: int | None = None,
         timeout_s: float = 600.0,
-        attempts: int = 6,
-        initial_backoff_s: float = 1.0,
-        max_backoff_s: float = 60.0,
+        backoff: Backoff = Backoff(),
     ) -> None:
         self.spec, self.model = spec, model
         self.max_tokens, self.temperature = max_tokens, temperature
         self.thinking_budget = thinking_budget if thinking_budget is not None else thinking_budget_from_env()
-        self.attempts, self.initial_backoff_s, self.max_backoff_s = attempts, initial_backoff_s, max_backoff_s
+        self.backoff = backoff
         # api_key None lets the SDK read ANTHROPIC_API_KEY; base_url None lets it read ANTHROPIC_BASE_URL.
         self.client = anthropic.Anthropic(
             api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
@@ -177,22 +175,12 @@ class AnthropicModel:
             request["max_tokens"] = max(self.max_tokens, self.thinking_budget + ANSWER_HEADROOM_TOKENS)
         elif self.temperature is not None and not self.thinking_budget:  # refused together with thinking
             request["temperature"] = self.temperature
-        return with_retries(
-            lambda: self._call(request),
-            attempts=self.attempts,
-            initial_s=self.initial_backoff_s,
-            max_s=self.max_backoff_s,
-        )
+        return self.backoff.call(lambda: self._call(request))
 
     def _call(self, request: dict[str, Any]) -> AssistantResponse:
         try:
-            response = self.client.messages.create(**request)
-        except anthropic.APIStatusError as e:
-            raise error_for_status(self.spec, e.status_code, e.message, e.error_code) from e
-        except anthropic.APIConnectionError as e:  # includes APITimeoutError
-            raise transport_error(self.spec, f"{type(e).__name__}: {e.message}") from e
-        except anthropic.AnthropicError as e:
-            raise ModelError(f"{self.spec}: {one_line(str(e))}") from e
+            with sdk_errors(self.spec, anthropic, anthropic.AnthropicError, "error_code"):
+                response = self.client.messages.create(**request)
         except TypeError as e:  # how the SDK says no credentials were found (env, profile or argument)
             if "authentication" not in str(e):
                 raise

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
 from unscaffold.errors import AuthError, ContextLengthError, ModelError, RetryableModelError
 
 # Wording that OpenAI, vLLM, SGLang and Anthropic use when the prompt does not fit the context.
@@ -48,3 +52,18 @@ def error_for_status(where: str, status: int, message: str, code: str | None = N
 def transport_error(where: str, message: str) -> RetryableModelError:
     """A timeout or dropped connection: the server may be restarting or busy, so try again."""
     return RetryableModelError(f"{where}: {one_line(message)}")
+
+
+@contextmanager
+def sdk_errors(where: str, sdk: Any, base: type[Exception], code_attr: str) -> Iterator[None]:
+    """The OpenAI and Anthropic SDKs raise the same hierarchy (`APIStatusError`, `APIConnectionError`, a base
+    class): statuses become ours by `error_for_status`, a dropped connection or time-out is retried, the rest
+    is a ModelError. `code_attr` names where the SDK keeps the server's error code."""
+    try:
+        yield
+    except sdk.APIStatusError as e:
+        raise error_for_status(where, e.status_code, e.message, getattr(e, code_attr, None)) from e
+    except sdk.APIConnectionError as e:  # includes APITimeoutError
+        raise transport_error(where, f"{type(e).__name__}: {e.message}") from e
+    except base as e:
+        raise ModelError(f"{where}: {one_line(str(e))}") from e

@@ -9,8 +9,8 @@ from typing import Any
 import openai
 
 from unscaffold.errors import AuthError, ModelError
-from unscaffold.llm.http_errors import error_for_status, one_line, transport_error
-from unscaffold.llm.retry import with_retries
+from unscaffold.llm.http_errors import sdk_errors
+from unscaffold.llm.retry import Backoff
 from unscaffold.llm.types import AssistantResponse, Message, ToolCall, Usage, parse_arguments
 
 
@@ -67,7 +67,7 @@ def parse_completion(completion: Any, where: str) -> AssistantResponse:
 
 
 class OpenAIModel:
-    """A chat-completions backend; SDK retries are off so `with_retries` alone decides on back-off."""
+    """A chat-completions backend; SDK retries are off so `Backoff` alone decides."""
 
     def __init__(
         self,
@@ -79,15 +79,13 @@ class OpenAIModel:
         temperature: float | None = None,
         max_tokens: int | None = None,
         timeout_s: float = 600.0,
-        attempts: int = 6,
-        initial_backoff_s: float = 1.0,
-        max_backoff_s: float = 60.0,
+        backoff: Backoff = Backoff(),
         send_reasoning: bool | None = None,
     ) -> None:
         """`send_reasoning`: send earlier reasoning back (default: for a server given by URL, vLLM or SGLang)."""
         self.spec, self.model = spec, model
         self.temperature, self.max_tokens = temperature, max_tokens
-        self.attempts, self.initial_backoff_s, self.max_backoff_s = attempts, initial_backoff_s, max_backoff_s
+        self.backoff = backoff
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.send_reasoning = base_url is not None if send_reasoning is None else send_reasoning
         # Self-hosted servers (vLLM, SGLang) usually accept any key; the SDK still wants one.
@@ -105,24 +103,13 @@ class OpenAIModel:
             request["temperature"] = self.temperature
         if self.max_tokens is not None:
             request["max_tokens"] = self.max_tokens
-        return with_retries(
-            lambda: self._call(request),
-            attempts=self.attempts,
-            initial_s=self.initial_backoff_s,
-            max_s=self.max_backoff_s,
-        )
+        return self.backoff.call(lambda: self._call(request))
 
     def wire_messages(self, messages: list[Message]) -> list[dict[str, Any]]:
         """The `messages` of the request body for this transcript."""
         return [wire_message(m, reasoning=self.send_reasoning) for m in messages]
 
     def _call(self, request: dict[str, Any]) -> AssistantResponse:
-        try:
+        with sdk_errors(self.spec, openai, openai.OpenAIError, "code"):
             completion = self.client.chat.completions.create(**request)
-        except openai.APIStatusError as e:
-            raise error_for_status(self.spec, e.status_code, e.message, e.code) from e
-        except openai.APIConnectionError as e:  # includes APITimeoutError
-            raise transport_error(self.spec, f"{type(e).__name__}: {e.message}") from e
-        except openai.OpenAIError as e:
-            raise ModelError(f"{self.spec}: {one_line(str(e))}") from e
         return parse_completion(completion, self.spec)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TypeVar
 
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
@@ -23,6 +24,18 @@ def with_retries(fn: Callable[[], T], *, attempts: int = 6, initial_s: float = 1
         before_sleep=lambda state: _say(state, attempts),
     )
     return retrying(fn)
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """How a backend retries transient failures (rate limits, server errors, time-outs)."""
+
+    attempts: int = 6
+    initial_s: float = 1.0
+    max_s: float = 60.0
+
+    def call(self, fn: Callable[[], T]) -> T:
+        return with_retries(fn, attempts=self.attempts, initial_s=self.initial_s, max_s=self.max_s)
 
 
 def _say(state: RetryCallState, attempts: int) -> None:

@@ -15,6 +15,7 @@ from unscaffold.cli_exit import exit_on_problem, fail
 from unscaffold.cli_options import command_from_model, setting_argument, switch
 from unscaffold.collect.preflight import NO_PREFLIGHT_HELP
 from unscaffold.errors import UnscaffoldError
+from unscaffold.outcomes import Outcome
 from unscaffold.rescue.settings import PoolSettings, RouteConfig, SimulateSettings, ValidationRuns
 from unscaffold.rescue.train import RescueTrainConfig
 
@@ -218,7 +219,7 @@ def validation_command(config: ValidationRuns, values: dict[str, Any]) -> None:
             runs[name] = Path(path)
         stalled = next((f"--run {n}={p}: every trial failed for infrastructure ({r.infra_cause}): run it again "
                         "once the cause is fixed" for n, p in runs.items() if (r := _results(p))
-                        and r.n_trials and r.outcomes.get("infra_error") == r.n_trials), None)
+                        and r.n_trials and r.outcomes.get(Outcome.INFRA_ERROR) == r.n_trials), None)
         if stalled:  # a run that could not run says nothing of its harness: exit 1, as the run itself did
             sys.stderr.write(f"error: {stalled}\n")
             raise typer.Exit(1)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from unscaffold.benchmarks.base import Score
+from unscaffold.outcomes import Outcome
 from unscaffold.untrusted import UntrustedFileError, read_untrusted_text
 
 MAX_REWARD_BYTES = 64 * 1024
@@ -25,10 +26,10 @@ def read_reward(verifier_dir: Path) -> Score:
         try:
             raw = read_untrusted_text(verifier_dir, name, MAX_REWARD_BYTES)
         except UntrustedFileError as e:
-            return Score(reward=0.0, reason=f"the verifier's {e}", outcome="verifier_error")
+            return Score(reward=0.0, reason=f"the verifier's {e}", outcome=Outcome.VERIFIER_ERROR)
         return parse(raw)
     return Score(reward=0.0, reason="the verifier wrote no reward file (reward.txt or reward.json)",
-                 outcome="verifier_error")
+                 outcome=Outcome.VERIFIER_ERROR)
 
 
 def _from_text(raw: str) -> Score:
@@ -36,7 +37,7 @@ def _from_text(raw: str) -> Score:
     try:
         value = float(text)
     except ValueError:
-        return Score(reward=0.0, reason=f"reward.txt is not a number: {text[:80]!r}", outcome="verifier_error")
+        return Score(reward=0.0, reason=f"reward.txt is not a number: {text[:80]!r}", outcome=Outcome.VERIFIER_ERROR)
     return checked_reward(value, "reward.txt")
 
 
@@ -44,11 +45,12 @@ def _from_json(raw: str) -> Score:
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as e:
-        return Score(reward=0.0, reason=f"reward.json is not valid JSON: {e.msg}", outcome="verifier_error")
+        return Score(reward=0.0, reason=f"reward.json is not valid JSON: {e.msg}", outcome=Outcome.VERIFIER_ERROR)
     except ValueError as e:  # e.g. an integer of thousands of digits
-        return Score(reward=0.0, reason=f"reward.json is not valid JSON: {str(e)[:120]}", outcome="verifier_error")
+        return Score(reward=0.0, reason=f"reward.json is not valid JSON: {str(e)[:120]}",
+                     outcome=Outcome.VERIFIER_ERROR)
     except RecursionError:
-        return Score(reward=0.0, reason="reward.json is nested too deeply", outcome="verifier_error")
+        return Score(reward=0.0, reason="reward.json is nested too deeply", outcome=Outcome.VERIFIER_ERROR)
     if _is_number(data):
         return checked_reward(_as_float(data), "reward.json")
     if isinstance(data, dict):
@@ -58,7 +60,7 @@ def _from_json(raw: str) -> Score:
             return checked_reward(metrics["reward"], "reward.json", summary)
         if len(metrics) == 1:
             return checked_reward(next(iter(metrics.values())), "reward.json", summary)
-    return Score(reward=0.0, reason="reward.json holds no `reward` number", outcome="verifier_error")
+    return Score(reward=0.0, reason="reward.json holds no `reward` number", outcome=Outcome.VERIFIER_ERROR)
 
 
 def _is_number(value: Any) -> bool:
@@ -79,5 +81,5 @@ def checked_reward(value: float, source: str, metrics: dict[str, float] | None =
         details["metrics"] = {k: v if math.isfinite(v) else str(v) for k, v in metrics.items()}
     if not math.isfinite(value) or not 0.0 <= value <= 1.0:
         return Score(reward=0.0, reason=f"{source} holds the reward {value!r}, outside [0, 1]", details=details,
-                     outcome="verifier_error")
+                     outcome=Outcome.VERIFIER_ERROR)
     return Score(reward=value, details=details)

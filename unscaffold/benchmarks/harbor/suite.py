@@ -14,6 +14,7 @@ from unscaffold.errors import InputError
 from unscaffold.iojson import write_text_atomic
 from unscaffold.minimal_harness.sandbox.base import Mount, Sandbox, SandboxConfig, SandboxKind
 from unscaffold.minimal_harness.trajectory import Trajectory
+from unscaffold.outcomes import Outcome
 from unscaffold.untrusted import clear_folder
 
 VERIFIER_COMMAND = "bash /tests/test.sh"
@@ -133,7 +134,7 @@ class HarborSuite(Suite):
             clear_folder(verifier_dir)
         except OSError as e:
             return Score(reward=0.0, reason=f"could not reset /tests or /logs/verifier before the verifier: "
-                         f"{e.strerror}", outcome="verifier_error")
+                         f"{e.strerror}", outcome=Outcome.VERIFIER_ERROR)
         shutil.copytree(ht.tests_dir, trial_dir / TESTS, dirs_exist_ok=True, symlinks=True)
         sandbox.hand_over_writable()
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in ht.config.verifier.env.items())
@@ -142,7 +143,7 @@ class HarborSuite(Suite):
         write_text_atomic(verifier_dir / "test-output.txt", result.observation() + "\n", durable=False)
         score = read_reward(verifier_dir)
         score.details.update({"verifier_exit_code": result.exit_code, "verifier_timed_out": result.timed_out})
-        if score.outcome == "verifier_error":
+        if score.outcome == Outcome.VERIFIER_ERROR:
             tail = result.output.strip()[-VERIFIER_TAIL:]
             ran = "timed out" if result.timed_out else f"exited {result.exit_code}"
             score.reason = f"{score.reason}; the verifier {ran}" + (f", ending: {tail}" if tail else "")

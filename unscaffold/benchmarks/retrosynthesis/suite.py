@@ -20,6 +20,7 @@ from unscaffold.bounded import LimitExceeded, call_bounded, preload
 from unscaffold.errors import InputError
 from unscaffold.minimal_harness.sandbox.base import Sandbox, SandboxConfig, SandboxKind
 from unscaffold.minimal_harness.trajectory import Trajectory
+from unscaffold.outcomes import Outcome
 from unscaffold.untrusted import REFUSED, UntrustedFileError, read_untrusted_text
 
 ANSWER = "answer.txt"
@@ -124,7 +125,7 @@ class RetrosynthesisSuite(Suite):
             score = call_bounded(score_answer, text, self.reaction(task).gold, timeout_s=SCORE_TIMEOUT_S,
                                  what="RDKit scoring of answer.txt")
         except LimitExceeded as e:
-            return Score(reward=0.0, reason=str(e), details=details, outcome="verifier_error")
+            return Score(reward=0.0, reason=str(e), details=details, outcome=Outcome.VERIFIER_ERROR)
         score.details.update(details)
         return score
 

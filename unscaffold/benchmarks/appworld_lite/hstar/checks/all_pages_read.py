@@ -1,19 +1,12 @@
 # Before complete_task: every list the student read must have been read to its end (a page shorter than
 # page_limit, usually the empty page after the last one). Reads the world's call log.
 import json
-import re
 import sys
-from pathlib import Path
 
-context = json.loads(sys.argv[1])
-if not re.search(r"complete_task", context.get("command", "")):
-    sys.exit(0)
-log_path = Path(".apps/calls.jsonl")
-if not log_path.is_file():
-    sys.exit(0)
+from calllog import log_at_submit
+
 groups = {}
-for line in log_path.read_text().splitlines():
-    entry = json.loads(line) if line.strip() else {}
+for entry in log_at_submit():
     if entry.get("ok") and entry.get("paged"):
         filters = {k: v for k, v in entry.get("args", {}).items() if k not in ("page_index", "page_limit")}
         key = (entry["app"], entry["api"], json.dumps(filters, sort_keys=True))

@@ -1,17 +1,10 @@
 # Before complete_task: every entity a write touched must have been read back with a show_ API
 # (after the write; before it, for a delete). Reads the world's call log, so it sees tool calls too.
-import json
-import re
 import sys
-from pathlib import Path
 
-context = json.loads(sys.argv[1])
-if not re.search(r"complete_task", context.get("command", "")):
-    sys.exit(0)
-log_path = Path(".apps/calls.jsonl")
-if not log_path.is_file():
-    sys.exit(0)
-log = [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]
+from calllog import log_at_submit
+
+log = log_at_submit()
 
 
 def keys(entry, with_result=True):
