@@ -33,7 +33,7 @@ def test_the_reference_says_it_is_generated_and_names_every_command_and_option()
     assert "## `unscaffold run`" in page and "### `unscaffold rescue train`" in page
     assert "- `--trials <int>` (default `1`): Trials per task." in page
     assert "- `suite <str>` (required): Suite name:" in page
-    assert "- `--max-turns <int range>` (default `40`; `x>=1`)" in page
+    assert "- `--max-turns <int>` (default `40`): Student turns per trial. (at least 1.)" in page
 
 
 def test_click_notes_are_split_from_help_but_hand_written_brackets_stay() -> None:

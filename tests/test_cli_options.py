@@ -77,7 +77,7 @@ def test_each_option_default_is_its_field_default(name: str) -> None:
             if isinstance(field_default, list):  # as comma-separated text
                 field_default = ",".join(field_default) or None
             assert param.default == field_default, (name, param.opts)
-        assert param.help == option.field.description and param.help, (name, param.opts)
+        assert param.help == option.help() and param.help.startswith(option.field.description), (name, param.opts)
         assert option.flag.split("/")[0] in param.opts
 
 
@@ -195,3 +195,18 @@ def test_the_real_train_sft_reads_the_file_and_the_flag_wins(tmp_path: Path) -> 
                                                     "--config", str(config)]).output
     assert "'FROMFLAG'" in CliRunner().invoke(app, ["train-sft", "d.jsonl", "--out", str(tmp_path / "o"),
                                                     "--config", str(config), "--model", "tiny:FROMFLAG"]).output
+
+
+def test_an_options_help_says_its_bounds_in_words() -> None:
+    from pydantic import BaseModel, Field
+
+    from unscaffold.cli_options import model_options
+    from unscaffold.flags import flag
+
+    class Bounded(BaseModel):
+        turns: int = Field(40, ge=1, description="Turns.", json_schema_extra=flag("--turns"))
+        share: float = Field(0.5, gt=0, le=1, description="A share.", json_schema_extra=flag("--share"))
+        name: str = Field("x", description="A name.", json_schema_extra=flag("--name"))
+
+    assert [o.help() for o in model_options(Bounded)] == [
+        "Turns. (at least 1.)", "A share. (more than 0, at most 1.)", "A name."]

@@ -75,9 +75,18 @@ class ModelOption:
             return ",".join(map(str, value)) or None
         return value
 
+    def help(self) -> str | None:
+        """The field's description, then its bounds in words (pydantic checks them; the help says them)."""
+        words = {"ge": "at least", "gt": "more than", "le": "at most", "lt": "less than"}
+        bounds = [f"{words[name]} {getattr(m, name)}" for m in self.field.metadata for name in words
+                  if getattr(m, name, None) is not None]
+        if not bounds:
+            return self.field.description
+        return f"{self.field.description or ''} ({', '.join(bounds)}.)".lstrip()
+
     def parameter(self) -> inspect.Parameter:
         default = self.default()
-        option = typer.Option(self.flag, help=self.field.description,
+        option = typer.Option(self.flag, help=self.help(),
                               show_default=self.show_default and default not in (None, []))
         return inspect.Parameter(self.param, inspect.Parameter.KEYWORD_ONLY, default=default,
                                  annotation=Annotated[self.annotation(), option])
