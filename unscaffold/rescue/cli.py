@@ -186,8 +186,10 @@ def train_command(
                          sandbox)
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+        from unscaffold.rescue.train import world_rank
+
         bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                       console=Console(stderr=True))
+                       console=Console(stderr=True), disable=world_rank() > 0)
         job = bar.add_task("rescue GRPO generations", total=-(-max_steps // (steps_per_generation * num_iterations)))
 
         def step(line: dict) -> None:
@@ -198,6 +200,8 @@ def train_command(
             summary = train(config, progress=step)
     except UnscaffoldError as e:
         fail(e)
+    if world_rank() > 0:  # under accelerate launch the main process reports
+        return
     lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     table = Table(title=f"rescue GRPO on {suite} ({summary['router']} router)")
     for col in ("step", "effective groups", "GRPO would have", "rescued", "rescue success", "rollouts",
