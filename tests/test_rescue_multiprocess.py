@@ -51,7 +51,7 @@ def test_two_processes_give_the_one_process_counts(tmp_path: Path) -> None:
                          text=True, timeout=900, env=env)
     assert one.returncode == 0, one.stderr[-3000:]
     accelerate = Path(sys.executable).with_name("accelerate")
-    two = subprocess.run([str(accelerate), "launch", "--cpu", "--num_processes", "2", "--num_machines", "1",
+    two = subprocess.run([str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
                           "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "0", toy,
                           *common, "--out", str(tmp_path / "two")], capture_output=True, text=True, timeout=900,
                          env=env)

@@ -142,6 +142,8 @@ def train_command(
     data: DataOption = None,
     split_file: SplitFileOption = None,
     tasks: Annotated[str | None, typer.Option(help="Comma-separated task ids.")] = None,
+    opening: Annotated[str | None, typer.Option(help="How an episode starts, as `run --opening` (default: the "
+                                                "suite's).")] = None,
     learning_rate: Annotated[float, typer.Option()] = 1e-5,
     max_completion_length: Annotated[int, typer.Option(min=8)] = 256,
     sandbox: Annotated[str, typer.Option(help="local, docker or none.")] = "local",
@@ -170,7 +172,7 @@ def train_command(
                 validation=validation,
                 profilers=profiler or [], voters=voter or [], max_steps=max_steps, k=k, tasks_per_step=tasks_per_step,
                 steps_per_generation=steps_per_generation, num_iterations=num_iterations, vllm_mode=vllm_mode,
-                split=split, data=data, split_file=split_file,
+                split=split, data=data, split_file=split_file, opening=opening,
                 task_ids=[t for t in tasks.split(",") if t] if tasks else None, learning_rate=learning_rate,
                 max_completion_length=max_completion_length, sandbox=sandbox,
                 use_vllm=use_vllm, seed=seed, reanchor_every=reanchor_every,

@@ -59,6 +59,7 @@ class RescueTrainConfig(BaseModel):
     task_ids: list[str] | None = None
     data: Path | None = None
     split_file: Path | None = Field(None, description="real data's train/validation/test ids; test ids are refused")
+    opening: str | None = Field(None, description="how an episode starts, as `run --opening` (default: the suite's)")
     max_steps: int = Field(10, ge=1)
     k: int = Field(8, ge=2, description="rollouts per task under the base harness, and siblings per rescue")
     tasks_per_step: int = Field(4, ge=1, description="groups (tasks) per generation batch")
@@ -182,15 +183,20 @@ def build_router(config: RescueTrainConfig, siblings: list[str]) -> Router:
 def train(config: RescueTrainConfig, progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Run rescue GRPO; returns the summary also written to OUT/summary.json."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from accelerate.utils import broadcast_object_list
+
     from unscaffold.benchmarks import load_suite
     from unscaffold.knowledge.bank import load_bank
     from unscaffold.knowledge.hstar import HStarHarness, bank_for_harness
+    from unscaffold.llm.types import Message
     from unscaffold.minimal_harness.harness import MinimalHarness
     from unscaffold.rescue.environment import EnvironmentContext, environment_class
     from unscaffold.rescue.pool import load_pool, materialise, shipped_pool
+    from unscaffold.rescue.prompts import prompt_rows, task_openings
 
     check_options(config)
     state = process_state()
+    main = state.is_main_process
     suite = load_suite(config.suite, config.data, config.split_file)
     tasks = suite.tasks(config.split)
     if config.task_ids:
@@ -201,6 +207,7 @@ def train(config: RescueTrainConfig, progress: Callable[[dict[str, Any]], None] 
     if not tasks:
         raise InputError("--split", None, "no tasks selected")
     refuse_test_tasks(((t.id, t.split) for t in tasks), "--split", "rescue training")
+    style = suite.check_opening(config.opening)
     pool = load_pool(config.pool or shipped_pool(config.suite))
     if pool.spec.suite != config.suite:
         raise InputError(str(pool.path), "suite", f"the pool is for {pool.spec.suite!r}, not {config.suite!r}")
@@ -214,7 +221,6 @@ def train(config: RescueTrainConfig, progress: Callable[[dict[str, Any]], None] 
     for name, bank in pool.banks.items():
         harnesses[name] = HStarHarness(load_bank(bank))
     router = build_router(config, pool.names)
-    main = state.is_main_process
     if main:
         write_json_atomic(config.out / "config.json", config.model_dump(mode="json"))
     by_id = {t.id: t for t in tasks}
@@ -224,9 +230,13 @@ def train(config: RescueTrainConfig, progress: Callable[[dict[str, Any]], None] 
         command_timeout_s=config.command_timeout_s, work_dir=config.out / "rollouts"))
         for name, h in harnesses.items()}
 
-    def prompt(name: str, task_id: str) -> list[dict[str, str]]:
-        return [{"role": "system", "content": harnesses[name].system_prompt()},
-                {"role": "user", "content": by_id[task_id].instruction}]
+    openings = [task_openings(suite, tasks, style, config.sandbox, config.out / "rollouts") if main else None]
+    if state.num_processes > 1:  # built once (the real AppWorld starts each task's world for it), then shared
+        broadcast_object_list(openings)
+    opening_of: dict[str, list[Message]] = openings[0] or {}
+
+    def prompt(name: str, task_id: str) -> list[dict[str, Any]]:
+        return prompt_rows(harnesses[name].system_prompt(), opening_of[task_id])
 
     def rescue_row(row: dict[str, Any], sibling: str) -> dict[str, Any]:
         return {**row, "environment": sibling, "prompt": prompt(sibling, row["task_id"])}
