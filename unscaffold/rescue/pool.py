@@ -77,6 +77,8 @@ class Pool(BaseModel):
     path: Path
     spec: PoolFile
     banks: dict[str, Path] = Field(default_factory=dict)
+    hstar: Path | None = Field(None, description="the suite's h* bank (`source = \"hstar\"`), where the caller "
+                               "has the suite loaded over its data; else it is looked up by the suite's name")
 
     @property
     def names(self) -> list[str]:
@@ -131,7 +133,7 @@ def source_bank(pool: Pool, source: str, field: str) -> Path:
     if source == "hstar":
         from unscaffold.benchmarks import load_suite
 
-        bank = load_suite(pool.spec.suite).bank_path()
+        bank = pool.hstar or load_suite(pool.spec.suite).bank_path()  # a suite over real data needs its data
         if bank is None:
             raise InputError(str(pool.path), field, f"suite {pool.spec.suite!r} ships no h* bank")
         return bank

@@ -212,6 +212,7 @@ def train(config: RescueTrainConfig, progress: Callable[[dict[str, Any]], None] 
     if pool.spec.suite != config.suite:
         raise InputError(str(pool.path), "suite", f"the pool is for {pool.spec.suite!r}, not {config.suite!r}")
     config.out.mkdir(parents=True, exist_ok=True)
+    pool.hstar = suite.bank_path()
     with state.main_process_first():  # one process writes the pool's banks and builds a built-in model
         pool = materialise(pool, config.out / "pool")
         model_path = resolve_model(config.model)
