@@ -107,8 +107,8 @@ def check_options(config: RescueTrainConfig) -> None:
                          f"the {rows} rollouts of a generation batch (K {config.k} x {config.tasks_per_step} tasks)")
     if config.use_vllm and config.vllm_mode == "server":
         raise InputError("--vllm-mode", None, "server mode is not supported: a rescue step generates a second "
-                         "time on the ranks holding failed groups only, which a shared vLLM server is not tested "
-                         "with; use colocate")
+                         "time within one generation batch, with rows of several harnesses, which a shared vLLM "
+                         "server is not tested with; use colocate")
 
 
 def pool_notes(config: RescueTrainConfig, siblings: list[str]) -> list[str]:

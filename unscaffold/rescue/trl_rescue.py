@@ -8,16 +8,19 @@
    options (objective.py); its mask is completion_mask * tool_mask (tool observations carry none), and
    `num_items_in_batch` is recounted over the rows that now train.
 
-TRL hooks used (all private in TRL 1.16, the range pinned in pyproject): `_generate_and_score_completions`
-(the rescue step), `_calculate_rewards` (to read the summed rewards) and `_env_tools` (the harnesses'
-own tool schemas).
+TRL hooks used (private in TRL 1.16, the range pinned in pyproject): `_generate_and_score_completions`
+(the rescue step: no public hook runs after scoring and before the loss) and `_env_tools` (the harnesses'
+own tool schemas: TRL builds an environment's schemas from its methods' docstrings, in alphabetical
+order, which a bank tool's schema or order need not match). The rewards are read through TRL's public
+reward-function protocol: each function of `reward_funcs` (TRL's wrappers of the environments'
+`get_reward`) is wrapped to keep what it returned for this process's rows.
 
 With no `pick` (the `none` method) nothing is rescued: plain GRPO with the same records.
 Evaluation (`model.eval()`) never rescues: it is always the base harness.
 
 Several processes (`accelerate launch`): TRL's RepeatSampler lays each group's K rows out consecutively
-over the ranks in rank order, and `_calculate_rewards` gathers every rank's rewards, so every rank sees
-every group and takes the same all-fail decision; the main process asks the router and broadcasts its
+over the ranks in rank order, and every rank's rewards are gathered, so every rank sees every group and
+takes the same all-fail decision; the main process asks the router and broadcasts its
 picks. Each rank then samples the rescue rollouts of the rows it holds (a group split over two ranks is
 re-sampled on both, each its own rows), padded with repeats of its first row to one share per rank
 (TRL's collectives gather equal shares), and swaps them into its own rows (`plan_rescue`)."""
@@ -103,8 +106,8 @@ class RescueGRPOTrainer(GRPOTrainer):
     def __init__(self, *args: Any, rescue: RescueHook, tool_schemas: dict[str, list[dict[str, Any]]] | None = None,
                  **kwargs: Any) -> None:
         self.rescue = rescue
-        self._last_rewards: list[float] = []
         super().__init__(*args, **kwargs)
+        self._keep_rewards()
         if tool_schemas:
             self._render_with(tool_schemas)
 
@@ -124,11 +127,31 @@ class RescueGRPOTrainer(GRPOTrainer):
                                    f"{sorted(names)}")
             env_tools[name] = list(schemas)
 
-    def _calculate_rewards(self, inputs: Any, prompts: Any, completions: Any, completion_ids_list: Any) -> Any:
-        per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        weights = self.reward_weights.to(per_func.device).unsqueeze(0)
-        self._last_rewards = (per_func * weights).nansum(dim=1).tolist()
-        return per_func
+    def _keep_rewards(self) -> None:
+        """Wrap each reward function so this process's rewards of the last scoring are kept."""
+        self._local_rewards: dict[int, list[float | None]] = {}
+
+        def keeping(index: int, func: Callable[..., list[float | None]]) -> Callable[..., list[float | None]]:
+            def kept(*args: Any, **kwargs: Any) -> list[float | None]:
+                self._local_rewards[index] = out = func(*args, **kwargs)
+                return out
+
+            kept.__name__ = getattr(func, "__name__", f"reward_{index}")
+            return kept
+
+        if any(isinstance(f, torch.nn.Module) for f in self.reward_funcs):
+            raise ValueError("rescue rewards come from the environments' verifiers, not from reward models")
+        self.reward_funcs = [keeping(i, f) for i, f in enumerate(self.reward_funcs)]
+
+    def _scored_rewards(self) -> list[float]:
+        """Every rank's summed rewards of the last scoring, in rank order (as TRL sums them: weighted, None as 0)."""
+        weights = self.reward_weights.tolist()
+        columns = [self._local_rewards[i] for i in range(len(self.reward_funcs))]
+        local = [sum(w * v for w, v in zip(weights, row, strict=True) if v is not None and v == v)  # NaN: unscored
+                 for row in zip(*columns, strict=True)]
+        self._local_rewards = {}
+        device = self.accelerator.device
+        return self.accelerator.gather(torch.tensor(local, dtype=torch.float32, device=device)).tolist()
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         out = super()._generate_and_score_completions(inputs)
@@ -136,7 +159,7 @@ class RescueGRPOTrainer(GRPOTrainer):
             return out
         k, n = self.num_generations, len(inputs)
         rank, world = self.accelerator.process_index, self.accelerator.num_processes
-        base = list(self._last_rewards)  # every rank's rows, in rank order
+        base = self._scored_rewards()  # every rank's rows, in rank order
         task_ids = gather_object([x["task_id"] for x in inputs]) if world > 1 else [x["task_id"] for x in inputs]
         groups = [base[i: i + k] for i in range(0, len(base), k)]
         pick = self.rescue.pick
@@ -148,7 +171,8 @@ class RescueGRPOTrainer(GRPOTrainer):
             mine = plan.rows[rank]
             rows = [self.rescue.rescue_row(inputs[r - rank * n], picks[r // k][r % k]) for r in mine]
             rescued = super()._generate_and_score_completions(rows + [inputs[0]] * (plan.share - len(mine)))
-            at = {r: self._last_rewards[p * plan.share + j] for p, held in enumerate(plan.rows)
+            scored = self._scored_rewards()
+            at = {r: scored[p * plan.share + j] for p, held in enumerate(plan.rows)
                   for j, r in enumerate(held)}
             rescue_rewards = {g: [at[r] for r in range(g * k, (g + 1) * k)] for g in failed}
             if mine:
