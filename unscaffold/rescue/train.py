@@ -62,7 +62,7 @@ class RescueTrainConfig(BaseModel):
     opening: str | None = Field(None, description="how an episode starts, as `run --opening` (default: the suite's)")
     max_steps: int = Field(10, ge=1)
     k: int = Field(8, ge=2, description="rollouts per task under the base harness, and siblings per rescue")
-    tasks_per_step: int = Field(4, ge=1, description="groups (tasks) per generation batch")
+    tasks_per_step: int = Field(4, ge=1, description="groups (tasks) per generation batch, over all processes")
     steps_per_generation: int = Field(2, ge=1, description="optimiser steps each generation batch is split into; "
                                       "K * tasks_per_step must divide by it")
     num_iterations: int = Field(1, ge=1, description="passes over each generation batch")
