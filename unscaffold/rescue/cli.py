@@ -109,8 +109,10 @@ def train_command(config: RescueTrainConfig, values: dict[str, Any]) -> None:
                          config.sandbox)
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+        from unscaffold.rescue.train import world_rank
+
         bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                       console=Console(stderr=True))
+                       console=Console(stderr=True), disable=world_rank() > 0)
         job = bar.add_task("rescue GRPO generations", total=-(-config.max_steps // (config.steps_per_generation
                                                                                 * config.num_iterations)))
 
@@ -122,6 +124,8 @@ def train_command(config: RescueTrainConfig, values: dict[str, Any]) -> None:
             summary = train(config, progress=step)
     except UnscaffoldError as e:
         fail(e)
+    if world_rank() > 0:  # under accelerate launch the main process reports
+        return
     lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     table = Table(title=f"rescue GRPO on {config.suite} ({summary['router']} router)")
     for col in ("step", "effective groups", "GRPO would have", "rescued", "rescue success", "rollouts",

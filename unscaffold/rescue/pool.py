@@ -78,6 +78,8 @@ class Pool(BaseModel):
     path: Path
     spec: PoolFile
     banks: dict[str, Path] = Field(default_factory=dict)
+    hstar: Path | None = Field(None, description="the suite's h* bank (`source = \"hstar\"`), where the caller "
+                               "has the suite loaded over its data; else it is looked up by the suite's name")
 
     @property
     def names(self) -> list[str]:
@@ -133,8 +135,11 @@ def source_bank(pool: Pool, source: str, field: str) -> Path:
     if source == "hstar":
         from unscaffold.benchmarks import load_suite
 
-        with load_suite(pool.spec.suite) as suite:
-            bank = suite.bank_path()
+        if pool.hstar is not None:  # a suite over real data needs its data: train() sets it from the loaded suite
+            bank = pool.hstar
+        else:
+            with load_suite(pool.spec.suite) as suite:
+                bank = suite.bank_path()
         if bank is None:
             raise InputError(str(pool.path), field, f"suite {pool.spec.suite!r} ships no h* bank")
         return bank

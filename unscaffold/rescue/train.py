@@ -5,10 +5,16 @@ Each generation batch holds `tasks_per_step` groups of K rollouts and is split i
 later steps and the clip acts; each line of metrics.jsonl is one generation batch. LoRA (rank 32,
 alpha 32, all linear layers) as in the SFT recipe; the adapter is saved to OUT/adapter. Defaults follow
 the published recipe where it states them (K = 8, eps_low 0.20, eps_high 0.28, no KL, correction cap 2,
-several tasks per step); the objective is TRL's (objective.py)."""
+several tasks per step); the objective is TRL's (objective.py).
+
+Under `accelerate launch` every process runs this function: the generation batch (K x tasks_per_step rows)
+is split evenly over the processes, the main process alone asks the router, writes the records and
+re-anchors (the others wait for it at the next collective), and the rescue step gathers groups across ranks
+(trl_rescue.py)."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable
@@ -63,9 +69,11 @@ class RescueTrainConfig(BaseModel):
     task_ids: TaskIds = None
     data: DataFolder = None
     split_file: SplitFile = None
+    opening: str | None = Field(None, description="How an episode starts, as `run --opening` (default: the "
+                                "suite's).", json_schema_extra=flag("--opening"))
     max_steps: int = Field(10, ge=1, description="Optimiser steps.", json_schema_extra=flag("--max-steps"))
     k: int = Field(8, ge=2, description="Rollouts per task, and siblings per rescue.", json_schema_extra=flag("--k"))
-    tasks_per_step: int = Field(4, ge=1, description="Tasks (groups) per generation batch.",
+    tasks_per_step: int = Field(4, ge=1, description="Tasks (groups) per generation batch, over all processes.",
                                 json_schema_extra=flag("--tasks-per-step"))
     steps_per_generation: int = Field(2, ge=1, description="Optimiser steps per generation batch (> 1: the clip "
                                       "acts); K * tasks_per_step must divide by it.",
@@ -112,16 +120,27 @@ class RescueTrainConfig(BaseModel):
         return data
 
 
+def world_size() -> int:
+    """Processes of this run, as `accelerate launch` / torchrun announce them (1 when launched plainly)."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def world_rank() -> int:
+    """This process's rank under `accelerate launch` / torchrun (0 when launched plainly)."""
+    return int(os.environ.get("RANK", "0"))
+
+
 def check_options(config: RescueTrainConfig) -> None:
     """Refuse, before anything loads, what the trainer cannot do."""
-    rows = config.k * config.tasks_per_step
-    if rows % config.steps_per_generation:
-        raise InputError("--steps-per-generation", None, f"{config.steps_per_generation} does not divide the {rows} "
-                         f"rollouts of a generation batch (K {config.k} x {config.tasks_per_step} tasks)")
+    rows, world = config.k * config.tasks_per_step, world_size()
+    if rows % (config.steps_per_generation * world):
+        across = f" x {world} processes" if world > 1 else ""
+        raise InputError("--steps-per-generation", None, f"{config.steps_per_generation}{across} does not divide "
+                         f"the {rows} rollouts of a generation batch (K {config.k} x {config.tasks_per_step} tasks)")
     if config.use_vllm and config.vllm_mode == "server":
         raise InputError("--vllm-mode", None, "server mode is not supported: a rescue step generates a second "
-                         "time on the ranks holding failed groups only, which a shared vLLM server is not tested "
-                         "with; use colocate")
+                         "time within one generation batch, with rows of several harnesses, which a shared vLLM "
+                         "server is not tested with; use colocate")
 
 
 def pool_notes(config: RescueTrainConfig, siblings: list[str]) -> list[str]:
@@ -207,12 +226,18 @@ def train(config: RescueTrainConfig, progress: Callable[[dict[str, Any]], None] 
 def train_on(suite: Suite, config: RescueTrainConfig, progress: Callable[[dict[str, Any]], None] | None = None
              ) -> dict[str, Any]:
     """`train` on a suite already open (its caller closes it)."""
+    from accelerate.utils import broadcast_object_list
+
     from unscaffold.knowledge.bank import load_bank
     from unscaffold.knowledge.hstar import HStarHarness, bank_for_harness
+    from unscaffold.llm.types import Message
     from unscaffold.minimal_harness.harness import MinimalHarness
     from unscaffold.rescue.environment import EnvironmentContext, environment_class
     from unscaffold.rescue.pool import load_pool, materialise, shipped_pool
+    from unscaffold.rescue.prompts import prompt_rows, task_openings
 
+    state = process_state()
+    main = state.is_main_process
     tasks = suite.tasks(config.split)
     if config.task_ids:
         unknown = sorted(set(config.task_ids) - {t.id for t in tasks})
@@ -222,19 +247,23 @@ def train_on(suite: Suite, config: RescueTrainConfig, progress: Callable[[dict[s
     if not tasks:
         raise InputError("--split", None, "no tasks selected")
     refuse_test_tasks(((t.id, t.split) for t in tasks), "--split", "rescue training")
+    style = suite.check_opening(config.opening)
     pool = load_pool(config.pool or shipped_pool(config.suite))
     if pool.spec.suite != config.suite:
         raise InputError(str(pool.path), "suite", f"the pool is for {pool.spec.suite!r}, not {config.suite!r}")
     config.out.mkdir(parents=True, exist_ok=True)
-    pool = materialise(pool, config.out / "pool")
+    pool.hstar = suite.bank_path()
+    with state.main_process_first():  # one process writes the pool's banks and builds a built-in model
+        pool = materialise(pool, config.out / "pool")
+        model_path = resolve_model(config.model)
     harnesses: dict[str, Any] = {
         "base": MinimalHarness() if pool.spec.base == "minimal"
         else HStarHarness(load_bank(bank_for_harness(pool.spec.base, suite.bank_path())))}
     for name, bank in pool.banks.items():
         harnesses[name] = HStarHarness(load_bank(bank))
     router = build_router(config, pool.names)
-    model_path = resolve_model(config.model)
-    write_json_atomic(config.out / "config.json", config.model_dump(mode="json"))
+    if main:
+        write_json_atomic(config.out / "config.json", config.model_dump(mode="json"))
     by_id = {t.id: t for t in tasks}
     views = {t.id: TaskView(task_id=t.id, text=t.instruction) for t in tasks}
     factories = {name: environment_class(EnvironmentContext(
@@ -242,15 +271,20 @@ def train_on(suite: Suite, config: RescueTrainConfig, progress: Callable[[dict[s
         command_timeout_s=config.command_timeout_s, work_dir=config.out / "rollouts"))
         for name, h in harnesses.items()}
 
-    def prompt(name: str, task_id: str) -> list[dict[str, str]]:
-        return [{"role": "system", "content": harnesses[name].system_prompt()},
-                {"role": "user", "content": by_id[task_id].instruction}]
+    openings = [task_openings(suite, tasks, style, config.sandbox, config.out / "rollouts") if main else None]
+    if state.num_processes > 1:  # built once (the real AppWorld starts each task's world for it), then shared
+        broadcast_object_list(openings)
+    opening_of: dict[str, list[Message]] = openings[0] or {}
+
+    def prompt(name: str, task_id: str) -> list[dict[str, Any]]:
+        return prompt_rows(harnesses[name].system_prompt(), opening_of[task_id])
 
     def rescue_row(row: dict[str, Any], sibling: str) -> dict[str, Any]:
         return {**row, "environment": sibling, "prompt": prompt(sibling, row["task_id"])}
 
     metrics_path = config.out / METRICS
-    metrics_path.unlink(missing_ok=True)  # a new run: metrics describe this run only
+    if main:
+        metrics_path.unlink(missing_ok=True)  # a new run: metrics describe this run only
     recorder = MetricsRecorder(metrics_path, router, views, config.success, progress)
     trainer = make_trainer(config, model_path, factories, [{"prompt": prompt("base", t.id), "environment": "base",
                                                              "task_id": t.id} for t in tasks],
@@ -260,12 +294,15 @@ def train_on(suite: Suite, config: RescueTrainConfig, progress: Callable[[dict[s
     from transformers.trainer_callback import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)  # metrics.jsonl and the caller's progress report instead
-    trainer.add_callback(trl_log_callback(config.out / TRL_LOG))
+    trainer.add_callback(trl_log_callback(config.out / TRL_LOG, main))
     if config.reanchor_every:
         trainer.add_callback(reanchor_callback(config, suite, harnesses, router, model_path))
     t0 = time.monotonic()
     trainer.train()
     trainer.save_model(str(config.out / "adapter"))
+    if not main:  # the main process writes the records; the others return what it wrote
+        state.wait_for_everyone()
+        return json.loads((config.out / "summary.json").read_text())
     summary = summarise(recorder.lines, wall_s=time.monotonic() - t0)
     from unscaffold.rescue.router_state import ROUTER_STATE, save_router
 
@@ -273,25 +310,35 @@ def train_on(suite: Suite, config: RescueTrainConfig, progress: Callable[[dict[s
                 voters=config.voters or config.profilers)
     summary["notes"] = pool_notes(config, pool.names)
     summary.update(method=config.router, router=router.name, suite=config.suite, pool=str(pool.path),
-                   model=str(model_path))
+                   model=str(model_path), world_size=state.num_processes)
     write_json_atomic(config.out / "summary.json", summary)
     from unscaffold.rescue.plot import write_training_plot
 
     write_training_plot(recorder.lines, config.out / "metrics.html")
+    state.wait_for_everyone()
     return summary
 
 
-def trl_log_callback(path: Path) -> Any:
+def process_state() -> Any:
+    """accelerate's view of the processes, set up as the trainer will set it (CPU when there is no GPU)."""
+    import torch
+    from accelerate import PartialState
+
+    return PartialState(cpu=not torch.cuda.is_available())
+
+
+def trl_log_callback(path: Path, main: bool = True) -> Any:
     """TRL's logs, one line per optimiser step (loss, clip_ratio/*, entropy, ...), for what metrics.jsonl
     (one line per generation batch) does not say."""
     from transformers import TrainerCallback
 
-    path.unlink(missing_ok=True)
+    if main:
+        path.unlink(missing_ok=True)
 
     class TrlLog(TrainerCallback):
         def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None,
                    **kwargs: Any) -> None:
-            if logs and "loss" in logs:
+            if logs and "loss" in logs and state.is_world_process_zero:
                 append_jsonl(path, {"step": state.global_step, **logs})
 
     return TrlLog()
@@ -320,8 +367,8 @@ def reanchor_callback(config: RescueTrainConfig, suite: Any, harnesses: dict[str
 
     class ReanchorCallback(TrainerCallback):
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            if state.global_step % (config.reanchor_every or 1):
-                return
+            if state.global_step % (config.reanchor_every or 1) or not state.is_world_process_zero:
+                return  # the main process alone routes, so it alone re-anchors
             checkpoint = config.out / "checkpoints" / f"step-{state.global_step}"
             kwargs["model"].save_pretrained(str(checkpoint))
             router.reanchor(runner.run(state.global_step, checkpoint))  # type: ignore[attr-defined]
@@ -346,7 +393,7 @@ def make_trainer(config: RescueTrainConfig, model_path: Path, factories: dict[st
                                 num_iterations=config.num_iterations)
     args = GRPOConfig(
         output_dir=str(config.out / "trainer"), per_device_train_batch_size=rows_per_generation
-        // config.steps_per_generation, num_generations=config.k, gradient_accumulation_steps=1,
+        // (config.steps_per_generation * world_size()), num_generations=config.k, gradient_accumulation_steps=1,
         max_steps=config.max_steps, learning_rate=config.learning_rate,
         **grpo_objective_args(objective, config.use_vllm),
         max_completion_length=config.max_completion_length, max_tool_calling_iterations=config.max_tool_calls,

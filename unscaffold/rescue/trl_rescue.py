@@ -8,21 +8,31 @@
    options (objective.py); its mask is completion_mask * tool_mask (tool observations carry none), and
    `num_items_in_batch` is recounted over the rows that now train.
 
-TRL hooks used (all private in TRL 1.16, the range pinned in pyproject): `_generate_and_score_completions`
-(the rescue step), `_calculate_rewards` (to read the summed rewards) and `_env_tools` (the harnesses'
-own tool schemas).
+TRL hooks used (private in TRL 1.16, the range pinned in pyproject): `_generate_and_score_completions`
+(the rescue step: no public hook runs after scoring and before the loss) and `_env_tools` (the harnesses'
+own tool schemas: TRL builds an environment's schemas from its methods' docstrings, in alphabetical
+order, which a bank tool's schema or order need not match). The rewards are read through TRL's public
+reward-function protocol: each function of `reward_funcs` (TRL's wrappers of the environments'
+`get_reward`) is wrapped to keep what it returned for this process's rows.
 
 With no `pick` (the `none` method) nothing is rescued: plain GRPO with the same records.
-Evaluation (`model.eval()`) never rescues: it is always the base harness. One process only (refused
-otherwise): TRL gathers rewards across ranks, a group's rows may sit on several ranks, and only ranks
-holding failed groups would make the rescue generation call."""
+Evaluation (`model.eval()`) never rescues: it is always the base harness.
+
+Several processes (`accelerate launch`): TRL's RepeatSampler lays each group's K rows out consecutively
+over the ranks in rank order, and every rank's rewards are gathered, so every rank sees every group and
+takes the same all-fail decision; the main process asks the router and broadcasts its
+picks. Each rank then samples the rescue rollouts of the rows it holds (a group split over two ranks is
+re-sampled on both, each its own rows), padded with repeats of its first row to one share per rank
+(TRL's collectives gather equal shares), and swaps them into its own rows (`plan_rescue`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+from accelerate.utils import broadcast_object_list, gather_object
+from pydantic import BaseModel
 from trl import GRPOTrainer
 
 from unscaffold.rescue.groups import SUCCESS, GroupOutcome, all_fail, settle_group
@@ -59,6 +69,31 @@ def replace_rows(base: dict[str, Any], rescue: dict[str, Any], rows: list[int], 
     return out
 
 
+class RescuePlan(BaseModel):
+    """Which rescue rollouts each rank samples."""
+
+    rows: list[list[int]]  # per rank: the global rows of failed groups it holds, in order
+    share: int  # rollouts every rank samples (its rows, then repeats of its first row as filler)
+
+
+def plan_rescue(failed: Sequence[int], k: int, local_rows: int, world: int) -> RescuePlan:
+    """Row r of the global batch sits on rank r // local_rows; every rank samples as many rollouts as the
+    rank holding most failed rows. TRL makes world * local_rows a multiple of K, so rank and group edges
+    both fall on multiples of K / gcd(K, world), and world * share is a multiple of K as TRL's grouping of
+    the gathered rewards needs."""
+    rows: list[list[int]] = [[] for _ in range(world)]
+    for g in failed:
+        for r in range(g * k, (g + 1) * k):
+            rows[r // local_rows].append(r)
+    return RescuePlan(rows=rows, share=max(len(r) for r in rows))
+
+
+def take_rows(batch: dict[str, Any], count: int) -> dict[str, Any]:
+    """The first `count` rows of every per-row tensor of a scored batch (fillers dropped)."""
+    return {key: value[:count] if isinstance(value, torch.Tensor) and value.dim() > 0 else value
+            for key, value in batch.items()}
+
+
 class RescueHook:
     """The unscaffold side of the rescue step: which siblings, the rows to sample, what to record."""
 
@@ -71,12 +106,8 @@ class RescueGRPOTrainer(GRPOTrainer):
     def __init__(self, *args: Any, rescue: RescueHook, tool_schemas: dict[str, list[dict[str, Any]]] | None = None,
                  **kwargs: Any) -> None:
         self.rescue = rescue
-        self._last_rewards: list[float] = []
         super().__init__(*args, **kwargs)
-        if self.accelerator.num_processes > 1:
-            raise RuntimeError(f"rescue train runs in one process, not {self.accelerator.num_processes}: TRL gathers "
-                               "rewards across ranks while a group's rows and its rescue generation stay on one; "
-                               "launch it without accelerate's multi-process mode")
+        self._keep_rewards()
         if tool_schemas:
             self._render_with(tool_schemas)
 
@@ -96,38 +127,78 @@ class RescueGRPOTrainer(GRPOTrainer):
                                    f"{sorted(names)}")
             env_tools[name] = list(schemas)
 
-    def _calculate_rewards(self, inputs: Any, prompts: Any, completions: Any, completion_ids_list: Any) -> Any:
-        per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        weights = self.reward_weights.to(per_func.device).unsqueeze(0)
-        self._last_rewards = (per_func * weights).nansum(dim=1).tolist()
-        return per_func
+    def _keep_rewards(self) -> None:
+        """Wrap each reward function so this process's rewards of the last scoring are kept."""
+        self._local_rewards: dict[int, list[float | None]] = {}
+
+        def keeping(index: int, func: Callable[..., list[float | None]]) -> Callable[..., list[float | None]]:
+            def kept(*args: Any, **kwargs: Any) -> list[float | None]:
+                self._local_rewards[index] = out = func(*args, **kwargs)
+                return out
+
+            kept.__name__ = getattr(func, "__name__", f"reward_{index}")
+            return kept
+
+        if any(isinstance(f, torch.nn.Module) for f in self.reward_funcs):
+            raise ValueError("rescue rewards come from the environments' verifiers, not from reward models")
+        self.reward_funcs = [keeping(i, f) for i, f in enumerate(self.reward_funcs)]
+
+    def _scored_rewards(self) -> list[float]:
+        """Every rank's summed rewards of the last scoring, in rank order (as TRL sums them: weighted, None as 0)."""
+        weights = self.reward_weights.tolist()
+        columns = [self._local_rewards[i] for i in range(len(self.reward_funcs))]
+        local = [sum(w * v for w, v in zip(weights, row, strict=True) if v is not None and v == v)  # NaN: unscored
+                 for row in zip(*columns, strict=True)]
+        self._local_rewards = {}
+        device = self.accelerator.device
+        return self.accelerator.gather(torch.tensor(local, dtype=torch.float32, device=device)).tolist()
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         out = super()._generate_and_score_completions(inputs)
         if not self.model.training:
             return out
-        k = self.num_generations
-        base = list(self._last_rewards)
+        k, n = self.num_generations, len(inputs)
+        rank, world = self.accelerator.process_index, self.accelerator.num_processes
+        base = self._scored_rewards()  # every rank's rows, in rank order
+        task_ids = gather_object([x["task_id"] for x in inputs]) if world > 1 else [x["task_id"] for x in inputs]
         groups = [base[i: i + k] for i in range(0, len(base), k)]
         pick = self.rescue.pick
         failed = [g for g, rewards in enumerate(groups) if pick and all_fail(rewards, self.rescue.success)]
-        picks = {g: pick(inputs[g * k]["task_id"], k) for g in failed} if pick else {}
+        picks = self._picks(failed, task_ids, k)
         rescue_rewards: dict[int, list[float]] = {}
         if failed:
-            rows = [self.rescue.rescue_row(inputs[g * k], name) for g in failed for name in picks[g]]
-            rescued = super()._generate_and_score_completions(rows)
-            for j, g in enumerate(failed):
-                rescue_rewards[g] = self._last_rewards[j * k: (j + 1) * k]
-            out = replace_rows(out, rescued, [g * k + i for g in failed for i in range(k)],
-                               self._tokenizer.pad_token_id)
-        outcomes = [settle_group(inputs[g * k]["task_id"], rewards, rescue_rewards.get(g), picks.get(g, ()),
+            plan = plan_rescue(failed, k, n, world)
+            mine = plan.rows[rank]
+            rows = [self.rescue.rescue_row(inputs[r - rank * n], picks[r // k][r % k]) for r in mine]
+            rescued = super()._generate_and_score_completions(rows + [inputs[0]] * (plan.share - len(mine)))
+            scored = self._scored_rewards()
+            at = {r: scored[p * plan.share + j] for p, held in enumerate(plan.rows)
+                  for j, r in enumerate(held)}
+            rescue_rewards = {g: [at[r] for r in range(g * k, (g + 1) * k)] for g in failed}
+            if mine:
+                out = replace_rows(out, take_rows(rescued, len(mine)), [r - rank * n for r in mine],
+                                   self._tokenizer.pad_token_id)
+        outcomes = [settle_group(task_ids[g * k], rewards, rescue_rewards.get(g), picks.get(g, ()),
                                  self.rescue.success) for g, rewards in enumerate(groups)]
-        advantages = [a for o in outcomes for a in o.advantages]
+        advantages = [a for o in outcomes for a in o.advantages][rank * n:(rank + 1) * n]
         out["advantages"] = torch.tensor(advantages, dtype=torch.float32, device=out["completion_ids"].device)
         mask = self._loss_mask(out)
         out["num_items_in_batch"] = self.accelerator.gather(mask.sum()).sum()  # as TRL counts it: every rank
-        self.rescue.record(outcomes, mask.sum(dim=1).tolist())
+        row_tokens = self.accelerator.gather(mask.sum(dim=1)).tolist()
+        if self.accelerator.is_main_process:
+            self.rescue.record(outcomes, row_tokens)
         return out
+
+    def _picks(self, failed: list[int], task_ids: list[str], k: int) -> dict[int, list[str]]:
+        """The router's siblings for each failed group, chosen once on the main process and sent to every rank."""
+        if not failed or self.rescue.pick is None:
+            return {}
+        pick = self.rescue.pick
+        chosen = [{g: pick(task_ids[g * k], k) for g in failed} if self.accelerator.is_main_process else None]
+        if self.accelerator.num_processes > 1:
+            broadcast_object_list(chosen)
+        assert chosen[0] is not None
+        return chosen[0]
 
     @staticmethod
     def _loss_mask(inputs: dict[str, Any]) -> torch.Tensor:
