@@ -48,6 +48,7 @@ perf: $(STAMP) sysdeps
 	$(PY) perf/sft_throughput.py
 	$(PY) perf/spreadsheet_scoring.py
 	$(PY) perf/cascade_whatif.py
+	$(PY) perf/rescue_overhead.py
 
 # docs/cli.md, the command reference, is generated from the commands themselves.
 docs: $(STAMP)
