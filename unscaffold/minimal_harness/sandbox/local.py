@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import py_compile
 import select
@@ -110,6 +111,12 @@ def _parent_dirs(target: str, made: set[str]) -> list[str]:
 
 
 _userns_flag: dict[str, bool] = {}
+
+
+@functools.cache
+def _setpriv() -> str | None:
+    """Looked up once per process rather than at every sandbox start (a walk along PATH)."""
+    return shutil.which("setpriv")
 
 
 def disable_userns_supported(bwrap: str) -> bool:
@@ -300,7 +307,7 @@ class LocalSandbox:
             raise SandboxUnavailable("the sandbox was closed")
         script = SERVER_SCRIPT
         server = [sys.executable, "-I", "-S", script, SERVER_ROOT, self.config.cwd]
-        setpriv = shutil.which("setpriv")
+        setpriv = _setpriv()
         if self.uid is not None and setpriv is not None:  # become the uid, then the server's own bubblewrap
             uid = str(self.uid)
             server = [setpriv, "--reuid", uid, "--regid", uid, "--clear-groups", "--inh-caps=-all", "--",
