@@ -182,10 +182,11 @@ def server_dir() -> str:
             for name in _SERVER_MODULES:
                 shutil.copyfile(source / name, package / name)
             for module in [*root.rglob("*.py")]:  # the imports' caches, trusted as made (no source check)
-                py_compile.compile(str(module), doraise=True,
+                py_compile.compile(str(module), doraise=True, optimize=0,  # the server runs without -O
                                    invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
             py_compile.compile(str(package / "shell_server.py"), cfile=str(package / "shell_server.pyc"),
-                               doraise=True, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+                               doraise=True, optimize=0,
+                               invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
             for path in [root, *root.rglob("*")]:
                 path.chmod(0o755 if path.is_dir() else 0o644)
             atexit.register(_remove_own_copy, root, os.getpid())
