@@ -11,6 +11,9 @@
 2. Concurrency: a trial's sandbox from nothing to its first answer and back (filesystem, cgroup, uid,
    server), one alone and 64 at once; then throughput of 64 concurrent trials against 1, with a replay
    student that takes 200 ms per response (a stand-in for a model server). Target: speed-up >= 40.
+   CPU per trial is given for this process and for the sandbox's own processes (summed from each
+   sandbox's cgroup as it closes, as root), and a trial's phases are timed in the thread that runs them
+   (disk and sandbox open, the agent, the verifier, closing, the result write).
 
 Run: `.venv/bin/python perf/harness_overhead.py [--episodes N] [--trials N] [--concurrency N] [--sandbox local|none]
 [--json]`."""
@@ -18,6 +21,7 @@ Run: `.venv/bin/python perf/harness_overhead.py [--episodes N] [--trials N] [--c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import resource
@@ -29,13 +33,17 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from unscaffold.benchmarks.harbor.suite import HarborSuite
+from unscaffold.collect import executor as executor_module
+from unscaffold.collect import trial as trial_module
 from unscaffold.collect.models import RunConfig
 from unscaffold.collect.runner import run
 from unscaffold.llm.registry import load_provider
 from unscaffold.llm.types import Message
 from unscaffold.minimal_harness.agent import Agent, AgentConfig
 from unscaffold.minimal_harness.sandbox import SandboxConfig, open_sandbox
-from unscaffold.minimal_harness.sandbox.disk import open_trial_disk
+from unscaffold.minimal_harness.sandbox.disk import TrialDisk, open_trial_disk
+from unscaffold.minimal_harness.sandbox.local import LocalSandbox
 from unscaffold.minimal_harness.sandbox.watchdog import workspace_overflow
 from unscaffold.minimal_harness.tool import EXECUTE_TOOL, system_prompt
 from unscaffold.minimal_harness.trajectory import Trajectory
@@ -205,8 +213,57 @@ def make_tasks(root: Path, n: int) -> Path:
     return root
 
 
+class PhaseClock:
+    """While in use, a trial's phases are timed in the thread that runs them (CPU of this process by
+    `thread_time`, and wall), and each sandbox's own processes by its cgroup's `cpu.stat` when it closes:
+    what a trial costs end to end, and where."""
+
+    PHASES = (("disk_open", trial_module, "open_trial_disk"), ("sandbox_open", trial_module, "open_sandbox"),
+              ("agent", Agent, "run"), ("verifier", HarborSuite, "score"), ("sandbox_close", LocalSandbox, "close"),
+              ("disk_close", TrialDisk, "close"), ("result_write", trial_module, "write_json_atomic"),
+              ("trial", executor_module, "run_trial"))
+
+    def __init__(self) -> None:
+        self.cpu: dict[str, float] = dict.fromkeys((name for name, _, _ in self.PHASES), 0.0)
+        self.wall = dict(self.cpu)
+        self.sandbox_cpu_s = 0.0
+        self._lock = threading.Lock()
+        self._saved: list[tuple[object, str, object]] = []
+
+    def _timed(self, name: str, fn: Callable[..., object]) -> Callable[..., object]:
+        def timed(*args: object, **kwargs: object) -> object:
+            if name == "sandbox_close" and args and isinstance(args[0], LocalSandbox):
+                used = _cgroup_cpu_s(args[0])
+                with self._lock:
+                    self.sandbox_cpu_s += used or 0.0
+            cpu, wall = time.thread_time(), time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                with self._lock:
+                    self.cpu[name] += time.thread_time() - cpu
+                    self.wall[name] += time.perf_counter() - wall
+        return timed
+
+    def __enter__(self) -> PhaseClock:
+        for name, owner, attr in self.PHASES:
+            original = owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr)
+            self._saved.append((owner, attr, original))
+            setattr(owner, attr, self._timed(name, original))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for owner, attr, original in reversed(self._saved):
+            setattr(owner, attr, original)
+        self._saved.clear()
+
+    def per_trial_ms(self, trials: int) -> dict[str, dict[str, float]]:
+        return {name: {"cpu": round(self.cpu[name] / trials * 1000, 2),
+                       "wall": round(self.wall[name] / trials * 1000, 1)} for name in self.cpu}
+
+
 def throughput(work: Path, trials: int, concurrency: int, latency: float, kind: str, executor: str = "local",
-               label: str = "") -> float:
+               label: str = "", clock: PhaseClock | None = None) -> float:
     replay = work / "student.json"
     step = {"tool_call": {"name": "execute", "arguments": {"command": "echo ok > out.txt"}}}
     if not replay.exists():  # unchanged between measurements, so a Ray node's cache of it stays valid
@@ -215,10 +272,11 @@ def throughput(work: Path, trials: int, concurrency: int, latency: float, kind: 
     if not tasks.exists():
         make_tasks(tasks, trials)
     out = work / f"run-{re.split('[:?]', executor)[0]}-{concurrency}-{trials}{label}"
-    t = time.perf_counter()
-    summary = run(RunConfig(suite="harbor", data=tasks, student=f"replay:{replay}?latency={latency}", out=out,
-                            concurrency=concurrency, sandbox=kind, executor=executor))
-    elapsed = time.perf_counter() - t
+    with clock or contextlib.nullcontext():
+        t = time.perf_counter()
+        summary = run(RunConfig(suite="harbor", data=tasks, student=f"replay:{replay}?latency={latency}", out=out,
+                                concurrency=concurrency, sandbox=kind, executor=executor))
+        elapsed = time.perf_counter() - t
     assert summary.pass_at_1 == 100.0, summary
     return trials / elapsed
 
@@ -241,11 +299,17 @@ def main() -> None:
         start_1 = start_cost(work, 1, args.sandbox)
         start_n = start_cost(work, args.concurrency, args.sandbox)
         cpu = _cpu_s(resource.RUSAGE_SELF) + _cpu_s(resource.RUSAGE_CHILDREN)
-        one = throughput(work, args.serial_trials, 1, args.latency, args.sandbox)
+        host = _cpu_s(resource.RUSAGE_SELF)
+        clock_one = PhaseClock()
+        one = throughput(work, args.serial_trials, 1, args.latency, args.sandbox, clock=clock_one)
         cpu_one = (_cpu_s(resource.RUSAGE_SELF) + _cpu_s(resource.RUSAGE_CHILDREN) - cpu) / args.serial_trials
+        host_one = (_cpu_s(resource.RUSAGE_SELF) - host) / args.serial_trials
         cpu = _cpu_s(resource.RUSAGE_SELF) + _cpu_s(resource.RUSAGE_CHILDREN)
-        many = throughput(work, args.trials, args.concurrency, args.latency, args.sandbox)
+        host = _cpu_s(resource.RUSAGE_SELF)
+        clock_many = PhaseClock()
+        many = throughput(work, args.trials, args.concurrency, args.latency, args.sandbox, clock=clock_many)
         cpu_many = (_cpu_s(resource.RUSAGE_SELF) + _cpu_s(resource.RUSAGE_CHILDREN) - cpu) / args.trials
+        host_many = (_cpu_s(resource.RUSAGE_SELF) - host) / args.trials
     n = args.concurrency
     report = {
         "sandbox": args.sandbox,
@@ -254,7 +318,13 @@ def main() -> None:
         "throughput": {"trials": args.trials, "serial_trials": args.serial_trials, "concurrency": n,
                        "latency_s": args.latency, "trials_per_s_1": round(one, 3), f"trials_per_s_{n}": round(many, 3),
                        f"speedup_{n}": round(many / one, 2), "cpu_ms_per_trial_1": round(cpu_one * 1000, 1),
-                       f"cpu_ms_per_trial_{n}": round(cpu_many * 1000, 1)},
+                       f"cpu_ms_per_trial_{n}": round(cpu_many * 1000, 1),
+                       "host_cpu_ms_per_trial_1": round(host_one * 1000, 1),
+                       f"host_cpu_ms_per_trial_{n}": round(host_many * 1000, 1),
+                       "sandbox_cpu_ms_per_trial_1": round(clock_one.sandbox_cpu_s / args.serial_trials * 1000, 1),
+                       f"sandbox_cpu_ms_per_trial_{n}": round(clock_many.sandbox_cpu_s / args.trials * 1000, 1)},
+        "trial_phases_ms": {"1": clock_one.per_trial_ms(args.serial_trials),
+                            str(n): clock_many.per_trial_ms(args.trials)},
         "sandbox_start": {"1": start_1, str(n): start_n},
         "targets": {"step_ratio_max": 1.2, f"speedup_{n}_min": 40.0 if n == 64 else None},
     }
@@ -275,6 +345,12 @@ def main() -> None:
           f"speed-up {t[f'speedup_{n}']:.2f}x" + (" (target >= 40)" if n == 64 else ""))
     print(f"  CPU per trial (this process and its reaped children): {t['cpu_ms_per_trial_1']:.1f} ms at 1-way, "
           f"{t[f'cpu_ms_per_trial_{n}']:.1f} ms at {n}-way")
+    print(f"  CPU per trial, this process / the sandbox's processes (their cgroup): {t['host_cpu_ms_per_trial_1']:.1f}"
+          f" / {t['sandbox_cpu_ms_per_trial_1']:.1f} ms at 1-way, {t[f'host_cpu_ms_per_trial_{n}']:.1f} / "
+          f"{t[f'sandbox_cpu_ms_per_trial_{n}']:.1f} ms at {n}-way")
+    for label, phases in report["trial_phases_ms"].items():
+        print(f"  a trial's phases at {label}-way (ms per trial, CPU of this process / wall): " + ", ".join(
+            f"{name} {v['cpu']:g}/{v['wall']:g}" for name, v in phases.items()))
 
 
 if __name__ == "__main__":

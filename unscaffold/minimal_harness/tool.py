@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from importlib import resources
 from typing import Any
 
@@ -27,7 +28,9 @@ EXECUTE_TOOL: dict[str, Any] = {
 }
 
 
+@functools.cache
 def system_prompt() -> str:
+    """Read once per process: every trial opens with it."""
     return resources.files("unscaffold.minimal_harness").joinpath("system_prompt.md").read_text("utf-8").strip()
 
 

@@ -19,6 +19,7 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import functools
 import os
 import shutil
 import stat
@@ -47,7 +48,9 @@ _loop_lock = threading.Lock()
 _EXT4_OPTIONS = b"noinit_itable"
 
 
+@functools.cache
 def _tool(name: str) -> str | None:
+    """Looked up once per process: each lookup walks PATH, and every trial asks for two tools."""
     return shutil.which(name) or shutil.which(name, path=_SBIN)
 
 
@@ -85,7 +88,9 @@ def _sweep() -> None:
         shutil.rmtree(home, ignore_errors=True)
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL:
+    """Loaded once per process (each load builds its classes anew); errno stays per thread."""
     return ctypes.CDLL(None, use_errno=True)
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
+import py_compile
 import select
 import shutil
 import signal
@@ -45,6 +47,9 @@ _RUNTIME = ("bin", "etc", "lib", "lib32", "lib64", "libx32", "opt", "sbin", "usr
 SERVER_ROOT = "/run/shell-server"  # inside: the server's own modules, nothing else of the project
 # The modules the shell server imports (standard library only beyond these).
 _SERVER_MODULES = ("shell_server.py", "stream.py", "output.py", "result.py")
+# The server run from its compiled form: a script given as source is compiled at every start (a quarter
+# of the server's own CPU), and its modules imported from source would be too (the copy is read-only).
+SERVER_SCRIPT = f"{SERVER_ROOT}/unscaffold/minimal_harness/sandbox/shell_server.pyc"
 _SERVER_PROCESSES = 4  # bubblewrap, its init, the inner bubblewrap and the server: beyond the student's own
 
 
@@ -106,6 +111,12 @@ def _parent_dirs(target: str, made: set[str]) -> list[str]:
 
 
 _userns_flag: dict[str, bool] = {}
+
+
+@functools.cache
+def _setpriv() -> str | None:
+    """Looked up once per process rather than at every sandbox start (a walk along PATH)."""
+    return shutil.which("setpriv")
 
 
 def disable_userns_supported(bwrap: str) -> bool:
@@ -170,6 +181,12 @@ def server_dir() -> str:
             source = Path(shell_server.__file__).parent
             for name in _SERVER_MODULES:
                 shutil.copyfile(source / name, package / name)
+            for module in [*root.rglob("*.py")]:  # the imports' caches, trusted as made (no source check)
+                py_compile.compile(str(module), doraise=True, optimize=0,  # the server runs without -O
+                                   invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+            py_compile.compile(str(package / "shell_server.py"), cfile=str(package / "shell_server.pyc"),
+                               doraise=True, optimize=0,
+                               invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
             for path in [root, *root.rglob("*")]:
                 path.chmod(0o755 if path.is_dir() else 0o644)
             atexit.register(_remove_own_copy, root, os.getpid())
@@ -289,9 +306,9 @@ class LocalSandbox:
     def _start(self) -> subprocess.Popen[bytes]:
         if self._closed:
             raise SandboxUnavailable("the sandbox was closed")
-        script = f"{SERVER_ROOT}/unscaffold/minimal_harness/sandbox/shell_server.py"
+        script = SERVER_SCRIPT
         server = [sys.executable, "-I", "-S", script, SERVER_ROOT, self.config.cwd]
-        setpriv = shutil.which("setpriv")
+        setpriv = _setpriv()
         if self.uid is not None and setpriv is not None:  # become the uid, then the server's own bubblewrap
             uid = str(self.uid)
             server = [setpriv, "--reuid", uid, "--regid", uid, "--clear-groups", "--inh-caps=-all", "--",

@@ -8,10 +8,13 @@ from __future__ import annotations
 import os
 import select
 import time
-from collections.abc import Callable
 
 from unscaffold.minimal_harness.sandbox.output import OutputCollector
 from unscaffold.minimal_harness.sandbox.result import ExecResult
+
+TYPE_CHECKING = False  # `typing` and `collections` are imports the shell server would pay for at each start
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 TIMEOUT_EXIT_CODE = 124
 SIGKILL = 9  # numeric: the `signal` module costs an import the shell server does not need
