@@ -38,8 +38,10 @@ def test_the_run_command_has_exactly_its_flags_each_documented_once() -> None:
     for option in model_options(RunConfig):
         assert option.field.description  # the only place the help is written
     helps = {o.opts[0]: o.help for o in options}
-    assert helps["--max-wall"] == AgentConfig.model_fields["max_wall_s"].description
-    assert helps["--command-timeout"] == SandboxSettings.model_fields["command_timeout_s"].description
+    # the description, then the bound in words
+    assert helps["--max-wall"] == AgentConfig.model_fields["max_wall_s"].description + " (more than 0.)"
+    assert helps["--command-timeout"] == (SandboxSettings.model_fields["command_timeout_s"].description
+                                          + " (more than 0.)")
 
 
 def test_the_command_timeout_default_is_one_constant(tmp_path: Path) -> None:
