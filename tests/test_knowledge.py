@@ -232,6 +232,23 @@ def test_student_under_hstar_gets_tools_checks_skills_memory(tmp_path: Path, wri
     assert (ws / "data.txt").read_text() == "more\n"
 
 
+@needs_bwrap
+def test_without_finish_checks_the_first_final_answer_ends_the_episode(tmp_path: Path, write_replay) -> None:
+    """As a rescue-training rollout meets a bank (TRL's loop ends at the first reply without a tool call)."""
+    harness = HStarHarness(load_bank(BANK), finish_checks=False)
+    spec = write_replay({"*": [call("true"), final("done"), call("echo more >> data.txt"), final("done")]})
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "data.txt").write_text("")  # the show_before_finish check would block: the file is empty
+    sandbox = open_sandbox(SandboxConfig(workspace=ws, workdir="/app", mounts=[harness.mount()]))
+    traj = Trajectory(trial_id="t", task_id="t", suite="unit", student=spec, tools=[])
+    Agent(load_provider(spec).for_trial("t"), sandbox, traj, harness=harness).run("work")
+    sandbox.close()
+    assert [m.role for m in traj.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert traj.exit_status == "submitted" and traj.final_answer == "done"
+    assert (ws / "data.txt").read_text() == ""
+
+
 def _traj_with(commands: list[str], tool: str | None = None) -> Trajectory:
     messages = [Message(role="user", content="t")]
     for i, command in enumerate(commands):

@@ -19,7 +19,7 @@ from unscaffold.minimal_harness.agent import AgentConfig
 from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, SandboxConfig, SandboxSettings
 
 RUN_FLAGS = ["--no-preflight", "--student", "--out", "--data", "--split", "--split-file", "--tasks", "--trials",
-             "--concurrency", "--harness", "--opening", "--router", "--router-validation",
+             "--concurrency", "--harness", "--finish-checks", "--opening", "--router", "--router-validation",
              "--reviewer", "--knowledge", "--budget", "--reviewer-concurrency", "--infra-retries", "--executor",
              "--sandbox",
              "--command-timeout", "--keep-workspace", "--base-image",
@@ -59,7 +59,7 @@ def test_flat_settings_of_earlier_config_json_are_nested(tmp_path: Path) -> None
     assert config.agent == AgentConfig(max_turns=7, max_wall_s=30.0, price_in_per_mtok=1.5)
     assert config.identity() == RunConfig.identity_of(flat) == {
         "suite": "harbor", "student": "oracle", "data": None, "split": None, "split_file": None, "task_ids": None,
-        "trials": 1, "harness": "minimal", "opening": None, "reviewer": None, "knowledge": None, "budget": 5,
+        "trials": 1, "harness": "minimal", "opening": None, "finish_checks": True, "reviewer": None, "knowledge": None, "budget": 5,
         "max_turns": 7}
     assert RunConfig.model_validate(config.model_dump(mode="json")) == config
 
@@ -137,3 +137,26 @@ def test_the_documented_example_is_a_valid_config() -> None:
     config = RunConfig.model_validate({**tomllib.loads(block.group(1)), "suite": "harbor", "out": "runs/x"})
     assert config.sandbox == SandboxSettings(kind="docker", command_timeout_s=120.0)
     assert config.agent.max_turns == 60 and config.trials == 3
+
+
+def test_no_finish_checks_gives_the_run_its_bank_as_rescue_training_meets_it(tmp_path: Path) -> None:
+    from unscaffold.benchmarks import load_suite
+    from unscaffold.collect.run_setup import trial_context
+    from unscaffold.collect.runner import check_run_dir
+    from unscaffold.errors import InputError
+
+    suite = load_suite("appworld_lite")
+    checked = trial_context(suite, RunConfig(suite="appworld_lite", student="oracle", out=Path("x"), harness="hstar"))
+    unchecked = trial_context(suite, RunConfig(suite="appworld_lite", student="oracle", out=Path("x"),
+                                               harness="hstar", finish_checks=False))
+    assert checked.harness.finish_checks is True and unchecked.harness.finish_checks is False
+    # a run folder holds one run: resuming it with the other setting is refused
+    check_run_dir(RunConfig(suite="appworld_lite", student="oracle", out=tmp_path, harness="hstar"))
+    try:
+        check_run_dir(RunConfig(suite="appworld_lite", student="oracle", out=tmp_path, harness="hstar",
+                                finish_checks=False))
+    except InputError as e:
+        assert str(e) == (f"{tmp_path / 'config.json'}: finish_checks: the run in {tmp_path} was started with "
+                          "other settings (finish_checks); use another --out")
+    else:
+        raise AssertionError("resumed with other finish checks")

@@ -35,6 +35,10 @@ class RunConfig(BaseModel):
     harness: str = Field("minimal", description="minimal, hstar (the suite bank), a bank folder, or route:POOL "
                          "(rank-1 routing: each task under the sibling --router ranks first; POOL a pool.toml, "
                          "or `shipped` for the suite's own pool).", json_schema_extra=flag("--harness"))
+    finish_checks: bool = Field(True, description="Run an h* bank's before_finish checks. --no-finish-checks "
+                                "runs the bank as a rescue-training rollout meets it (TRL's tool loop ends at the "
+                                "first reply without a tool call): validate a pool for training this way.",
+                                json_schema_extra=flag("--finish-checks/--no-finish-checks"))
     opening: str | None = Field(None, description="How an episode starts: plain (the system prompt, then the task) "
                                 "or demonstration (AppWorld's official first turn: a worked example, then the "
                                 "task; the appworld suite's default). Default: the suite's.",
@@ -79,7 +83,7 @@ class RunConfig(BaseModel):
         return data
 
     IDENTITY: ClassVar[tuple[str, ...]] = ("suite", "student", "data", "split", "split_file", "task_ids", "trials",
-                                           "harness", "opening", "reviewer", "knowledge", "budget")
+                                           "harness", "opening", "finish_checks", "reviewer", "knowledge", "budget")
 
     def identity(self) -> dict[str, Any]:
         """The fields that make two invocations the same run (resume only continues the same run); flat, as

@@ -50,7 +50,8 @@ def trial_context(suite: Suite, config: RunConfig) -> TrialContext:
     """Load once per run what every trial shares; bad banks, K or reviewer specs fail before any trial."""
     harness = None
     if config.harness != "minimal":
-        harness = HStarHarness(load_bank(bank_for_harness(config.harness, suite.bank_path())))
+        harness = HStarHarness(load_bank(bank_for_harness(config.harness, suite.bank_path())),
+                               finish_checks=config.finish_checks)
     k = None
     reviewers = None
     if config.reviewer:

@@ -44,8 +44,11 @@ def argument_problem(tool: ToolSpec, arguments: dict[str, Any]) -> str | None:
 class HStarHarness:
     name = "hstar"
 
-    def __init__(self, bank: Bank) -> None:
+    def __init__(self, bank: Bank, finish_checks: bool = True) -> None:
+        """`finish_checks=False` runs the bank as a rescue-training rollout meets it: TRL's tool loop ends
+        at the first reply without a tool call, so `before_finish` checks never get to send it back."""
         self.bank = bank
+        self.finish_checks = finish_checks
         self._tools = {t.name: t for t in bank.manifest.tools}
 
     def mount(self) -> Mount:
@@ -106,6 +109,8 @@ class HStarHarness:
         return sandbox.execute(script_command(tool.script, call.arguments), timeout_s=timeout_s)
 
     def before_finish(self, response: AssistantResponse, sandbox: Sandbox, transcript: list[Message]) -> str | None:
+        if not self.finish_checks:
+            return None
         turn = sum(1 for m in transcript if m.role == "assistant")
         blocked = self._run_checks("before_finish", sandbox, {"final_answer": response.content or "", "turn": turn})
         return "\n".join(blocked) + "\nContinue working; finish again when this is resolved." if blocked else None

@@ -256,11 +256,13 @@ def train_on(suite: Suite, config: RescueTrainConfig, progress: Callable[[dict[s
     with state.main_process_first():  # one process writes the pool's banks and builds a built-in model
         pool = materialise(pool, config.out / "pool")
         model_path = resolve_model(config.model)
+    # TRL's tool loop ends a rollout at the first reply without a tool call, so no bank's before_finish
+    # check can send it back: the harnesses say so, and the re-anchoring runs (which use them) match training
     harnesses: dict[str, Any] = {
         "base": MinimalHarness() if pool.spec.base == "minimal"
-        else HStarHarness(load_bank(bank_for_harness(pool.spec.base, suite.bank_path())))}
+        else HStarHarness(load_bank(bank_for_harness(pool.spec.base, suite.bank_path())), finish_checks=False)}
     for name, bank in pool.banks.items():
-        harnesses[name] = HStarHarness(load_bank(bank))
+        harnesses[name] = HStarHarness(load_bank(bank), finish_checks=False)
     router = build_router(config, pool.names)
     if main:
         write_json_atomic(config.out / "config.json", config.model_dump(mode="json"))
