@@ -11,7 +11,7 @@ import builtins
 import re
 from typing import Any
 
-from unscaffold.behaviors.predicates import Pos, Predicate, View, pos, tool_steps
+from unscaffold.behaviors.predicates import Pos, Predicate, View, by_name, pos, tool_steps
 from unscaffold.behaviors.pyflow import Flow, last_name
 
 INPUT = r"(?:^|/)spreadsheets/|_input\.xlsx$"
@@ -345,22 +345,8 @@ def p_first_sheet(view: View, p: dict[str, Any]) -> bool:
     return False
 
 
-PREDICATES: dict[str, Predicate] = {
-    "inspected_before_write": p_inspected_before_write,
-    "sheets_walked": p_sheets_walked,
-    "prefilled_kept": p_prefilled_kept,
-    "compared_after_write": p_compared_after_write,
-    "prefilled_asserted": p_prefilled_asserted,
-    "output_reopened": p_output_reopened,
-    "asserted_after_write": p_asserted_after_write,
-    "error_values_sought": p_error_values_sought,
-    "inspected_after_error": p_inspected_after_error,
-    "examples_read": p_examples_read,
-    "rule_checked": p_rule_checked,
-    "saved_to_output": p_saved_to_output,
-    "recalculated": p_recalculated,
-    "edited_in_place": p_edited_in_place,
-    "literal_values": p_literal_values,
-    "sheet_bounds": p_sheet_bounds,
-    "first_sheet": p_first_sheet,
-}
+PREDICATES: dict[str, Predicate] = by_name(p_inspected_before_write, p_sheets_walked, p_prefilled_kept,
+                                           p_compared_after_write, p_prefilled_asserted, p_output_reopened,
+                                           p_asserted_after_write, p_error_values_sought, p_inspected_after_error,
+                                           p_examples_read, p_rule_checked, p_saved_to_output, p_recalculated,
+                                           p_edited_in_place, p_literal_values, p_sheet_bounds, p_first_sheet)
