@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+from collections.abc import Callable
 from typing import Any
 
 from unscaffold.behaviors.predicates import Pos, Predicate, View, by_name, pos, tool_steps
@@ -276,16 +277,21 @@ def p_rule_checked(view: View, p: dict[str, Any]) -> bool:
     return False
 
 
+def _tool_or_program(view: View, program: Callable[[Flow], bool]) -> bool:
+    """The write_cells tool saves the output in place itself, so a call of it shows every kind of save;
+    without one, some program must show it."""
+    return bool(tool_steps(view, ["write_cells"])) or any(program(flow) for _, flow in view.programs())
+
+
+def _saves_to_output(flow: Flow) -> bool:
+    return any(any((v := flow.value(a)) is not None and re.search(OUTPUT, v)
+                   for a in [*call.args, *(k.value for k in call.keywords)]) for call in flow.calls(SAVES))
+
+
 def p_saved_to_output(view: View, p: dict[str, Any]) -> bool:
-    if tool_steps(view, ["write_cells"]):
-        return True
-    for _, flow in view.programs():
-        for call in flow.calls(SAVES):
-            args = [*call.args, *(k.value for k in call.keywords)]
-            if any((v := flow.value(a)) is not None and re.search(OUTPUT, v) for a in args):
-                return True
-    return any(e.kind == "write" and re.search(OUTPUT, e.path) and e.path.endswith(".xlsx")
-               for s in view.steps for e in s.files)
+    return _tool_or_program(view, _saves_to_output) or any(
+        e.kind == "write" and re.search(OUTPUT, e.path) and e.path.endswith(".xlsx")
+        for s in view.steps for e in s.files)
 
 
 def p_recalculated(view: View, p: dict[str, Any]) -> bool:
@@ -302,16 +308,15 @@ def p_recalculated(view: View, p: dict[str, Any]) -> bool:
     return False
 
 
+def _saves_a_loaded_book(flow: Flow) -> bool:
+    loads = flow.calls_source({"load_workbook"})
+    books = flow.tainted(loads)
+    return any(isinstance(call.func, ast.Attribute) and flow.reaches(call.func.value, loads, books)
+               for call in flow.calls({"save"}))
+
+
 def p_edited_in_place(view: View, p: dict[str, Any]) -> bool:
-    if tool_steps(view, ["write_cells"]):
-        return True
-    for _, flow in view.programs():
-        books = flow.tainted(flow.calls_source({"load_workbook"}))
-        for call in flow.calls({"save"}):
-            if isinstance(call.func, ast.Attribute) and flow.reaches(call.func.value, flow.calls_source(
-                    {"load_workbook"}), books):
-                return True
-    return False
+    return _tool_or_program(view, _saves_a_loaded_book)
 
 
 def p_literal_values(view: View, p: dict[str, Any]) -> bool:
