@@ -42,13 +42,13 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 perf: $(STAMP) sysdeps
-	$(PY) perf/harness_overhead.py
-	$(PY) perf/build_sft_throughput.py
-	$(PY) perf/ray_overhead.py
-	$(PY) perf/sft_throughput.py
-	$(PY) perf/spreadsheet_scoring.py
-	$(PY) perf/cascade_whatif.py
-	$(PY) perf/rescue_overhead.py
+	$(PY) -m perf.harness_overhead
+	$(PY) -m perf.build_sft_throughput
+	$(PY) -m perf.ray_overhead
+	$(PY) -m perf.sft_throughput
+	$(PY) -m perf.spreadsheet_scoring
+	$(PY) -m perf.cascade_whatif
+	$(PY) -m perf.rescue_overhead
 
 # docs/cli.md, the command reference, is generated from the commands themselves.
 docs: $(STAMP)

@@ -9,12 +9,11 @@ with its default workers (one process per core, the calling one included) and in
 Each figure is wall time and CPU time (process plus waited-for children: the machine may be shared, and
 CPU time is what other load disturbs least). Targets: (b)/(a) <= 2 with the workers, <= 3 in one process.
 
-Run: `.venv/bin/python perf/build_sft_throughput.py [--trials 10000] [--turns 40] [--knowledge K|shipped|none]
+Run: `.venv/bin/python -m perf.build_sft_throughput [--trials 10000] [--turns 40] [--knowledge K|shipped|none]
 [--rounds 3] [--json]`."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -26,6 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from perf.common import command_line, printed_as_json
 from unscaffold.collect.sft_build import build_sft
 from unscaffold.minimal_harness.tool import EXECUTE_TOOL, system_prompt
 
@@ -134,12 +134,9 @@ def pooled(run: Path, out: Path) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=10_000)
-    parser.add_argument("--turns", type=int, default=40)
+    parser = command_line(__doc__, trials=10_000, turns=40)
     parser.add_argument("--rounds", type=int, default=3, help="baseline and builds alternate this many times; "
                         "each figure is the best of its rounds")
-    parser.add_argument("--json", action="store_true")
     parser.add_argument("--knowledge", default="none",
                         help="K the run records: a K folder, 'shipped' (the spreadsheet K) or 'none'")
     args = parser.parse_args()
@@ -179,9 +176,7 @@ def main() -> None:
            "workers": len(os.sched_getaffinity(0)), "kept": report.kept, "dropped": report.dropped,
            "trials_per_s": round(args.trials / build, 1), "target_ratio_max": 2.0,
            "target_single_process_ratio_max": 3.0}
-    if args.json:
-        print(json.dumps(out, indent=2))
-    else:
+    if not printed_as_json(out, args.json):
         print(f"build-sft: {args.trials} trials x {args.turns} turns ({out['input_mb']} MB), best of {args.rounds} "
               f"alternated rounds; plain read+write {base_wall:.2f} s wall, {base_cpu:.2f} s CPU\n"
               f"  {out['workers']} workers: {build:.2f} s wall ({out['trials_per_s']} trials/s), {build_cpu:.2f} s "

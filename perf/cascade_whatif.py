@@ -4,17 +4,16 @@ Runs the demo's reviewed collection (shipped recorded student, the `rules` revie
 retrosynthesis K, the demo's train tasks), then replays the cascade's gate over its review log: the share
 of reviewer calls the gate skips and the share of REPLACE decisions that fell on skipped steps.
 
-Run: `.venv/bin/python perf/cascade_whatif.py [--out DIR] [--json]`."""
+Run: `.venv/bin/python -m perf.cascade_whatif [--out DIR] [--json]`."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from perf.common import command_line, printed_as_json
 from unscaffold.demo import SUITE, DemoConfig, demo_tasks
 from unscaffold.reviewer.cascade_whatif import ALL, cascade_whatif
 
@@ -33,9 +32,8 @@ def collect(out: Path) -> Path:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_line(__doc__)
     parser.add_argument("--out", type=Path, default=None, help="keep the collection here (default: a temp dir)")
-    parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="unscaffold-cascade-") as tmp:
         run = collect(args.out or Path(tmp))
@@ -55,8 +53,7 @@ def main() -> None:
         "per_kind": {c.kind: {"reviews": c.reviewed_steps, "replacements": c.replacements}
                      for c in result.cells if c.suite == ALL and c.kind != ALL},
     }
-    if args.json:
-        print(json.dumps(figures, indent=2))
+    if printed_as_json(figures, args.json):
         return
     print(f"cascade what-if on the demo's collection ({result.trials} trials, {SUITE}):")
     print(f"  reviews skipped:      {total.skipped_steps}/{total.reviewed_steps} = "

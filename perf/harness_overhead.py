@@ -15,12 +15,11 @@
    sandbox's cgroup as it closes, as root), and a trial's phases are timed in the thread that runs them
    (disk and sandbox open, the agent, the verifier, closing, the result write).
 
-Run: `.venv/bin/python perf/harness_overhead.py [--episodes N] [--trials N] [--concurrency N] [--sandbox local|none]
+Run: `.venv/bin/python -m perf.harness_overhead [--episodes N] [--trials N] [--concurrency N] [--sandbox local|none]
 [--json]`."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import re
@@ -33,6 +32,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from perf.common import command_line, printed_as_json
 from unscaffold.benchmarks.harbor.suite import HarborSuite
 from unscaffold.collect import executor as executor_module
 from unscaffold.collect import trial as trial_module
@@ -282,15 +282,12 @@ def throughput(work: Path, trials: int, concurrency: int, latency: float, kind: 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_line(__doc__, concurrency=64, latency=0.2)
     parser.add_argument("--episodes", type=int, default=5, help="40-step episodes timed step by step")
     parser.add_argument("--samples", type=int, default=200, help="timings per part of the step breakdown")
     parser.add_argument("--trials", type=int, default=64, help="trials of the concurrent run")
     parser.add_argument("--serial-trials", type=int, default=8, help="trials of the one-at-a-time run")
-    parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--sandbox", default="local", choices=["local", "none"])
-    parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="unscaffold-perf-") as tmp:
         work = Path(tmp)
@@ -328,8 +325,7 @@ def main() -> None:
         "sandbox_start": {"1": start_1, str(n): start_n},
         "targets": {"step_ratio_max": 1.2, f"speedup_{n}_min": 40.0 if n == 64 else None},
     }
-    if args.json:
-        print(json.dumps(report, indent=2))
+    if printed_as_json(report, args.json):
         return
     print(f"per-step: h {overhead['step_ms']:.2f} ms vs bare bash {overhead['bare_ms']:.2f} ms -> "
           f"ratio {overhead['ratio']:.2f} (target <= 1.2); CPU ratio {breakdown['cpu_ratio']}; "

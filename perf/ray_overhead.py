@@ -8,12 +8,10 @@ probe) included. CPU time is printed beside wall time: this process, its descend
 raylet, GCS and workers) and their waited-for children, for both executors.
 Target: overhead <= 1.25 at every concurrency.
 
-Run: `.venv/bin/python perf/ray_overhead.py [--trials N] [--latency S] [--concurrency 64] [--rounds 2] [--json]`."""
+Run: `.venv/bin/python -m perf.ray_overhead [--trials N] [--latency S] [--concurrency 64] [--rounds 2] [--json]`."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import os
 import resource
@@ -22,7 +20,9 @@ import time
 from pathlib import Path
 
 import psutil
-from harness_overhead import throughput
+
+from perf.common import command_line, printed_as_json
+from perf.harness_overhead import throughput
 
 TARGET = 1.25
 
@@ -73,14 +73,13 @@ def measured(work: Path, trials: int, level: int, latency: float, executor: str,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_line(__doc__)
     parser.add_argument("--trials", type=int, default=128, help="trials per measurement")
     parser.add_argument("--latency", type=float, default=0.2, help="seconds per student response")
     parser.add_argument("--concurrency", default="64", help="comma-separated trials in flight")
     parser.add_argument("--cpus-per-trial", type=float, default=1.0, help="what each trial declares to Ray")
     parser.add_argument("--rounds", type=int, default=2, help="local and Ray alternate this many times; the best "
                         "of each is kept")
-    parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     try:
         import ray
@@ -112,8 +111,7 @@ def main() -> None:
         ray.shutdown()
     report = {"trials": args.trials, "latency_s": args.latency, "ray_cpus": cpus, "rounds": args.rounds,
               "rows": rows, "target_overhead_max": TARGET, "at": time.strftime("%Y-%m-%d %H:%M")}
-    if args.json:
-        print(json.dumps(report, indent=2))
+    if printed_as_json(report, args.json):
         return
     for row in rows:
         print(f"ray: {args.trials} trials at concurrency {row['concurrency']}, {args.latency * 1000:.0f} ms per "

@@ -9,18 +9,18 @@ out), as wall time and as CPU time of this process and its reaped children (the 
 machine may be shared. The two alternate `--repeats` times and the fastest of each is kept.
 Overhead = rescue seconds per step over plain seconds per step. Target: <= 1.3.
 
-Run: `.venv/bin/python perf/rescue_overhead.py [--steps N] [--k K] [--repeats R] [--json]` (needs bubblewrap)."""
+Run: `.venv/bin/python -m perf.rescue_overhead [--steps N] [--k K] [--repeats R] [--json]` (needs bubblewrap)."""
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import json
 import resource
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from perf.common import command_line, printed_as_json
 
 TARGET = 1.3
 
@@ -74,12 +74,7 @@ def run_once(kind: str, out: Path, steps: int, k: int) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=4)
-    parser.add_argument("--k", type=int, default=4)
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+    args = command_line(__doc__, steps=4, k=4, repeats=2).parse_args()
     from unscaffold.rescue.environment import HarnessEnvironment
 
     original = HarnessEnvironment.get_reward
@@ -104,9 +99,7 @@ def main() -> None:
               "rescue_cpu_s_per_step": round(best["rescue"]["cpu"], 3),
               "overhead": round(ratio, 3), "cpu_overhead": round(cpu_ratio, 3), "target": TARGET,
               "meets_target": ratio <= TARGET, "steps": args.steps, "k": args.k}
-    if args.json:
-        print(json.dumps(result))
-    else:
+    if not printed_as_json(result, args.json):
         print(f"plain GRPOTrainer {best['plain']['wall']:.2f} s/step ({best['plain']['cpu']:.2f} CPU s), rescue "
               f"{best['rescue']['wall']:.2f} s/step ({best['rescue']['cpu']:.2f} CPU s): overhead {ratio:.2f}x wall, "
               f"{cpu_ratio:.2f}x CPU (target <= {TARGET}x) {'OK' if ratio <= TARGET else 'ABOVE TARGET'}")

@@ -7,16 +7,16 @@ gradient checkpointing, bf16, AdamW; one row per step of 8k, 32k and 65k tokens 
 (as assistant turns are). Printed per length: tokens per second over the timed steps (after one warm-up step) and
 the CUDA allocator's peak.
 
-Run: `.venv/bin/python perf/sft_gpu.py [--lengths 8192,32768,65536] [--steps 3] [--json]`;
+Run: `.venv/bin/python -m perf.sft_gpu [--lengths 8192,32768,65536] [--steps 3] [--json]`;
 `--dry-run` builds the 9B configuration and model on the meta device (no memory, no GPU) and prints the shape and
 parameter counts; `--smoke` runs a tiny model of the same family on the CPU (to check the script, not to measure)."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 from typing import Any
+
+from perf.common import command_line, printed_as_json
 
 # The text model of Qwen/Qwen3.5-9B as published (config.json `text_config`), written out rather than taken from
 # transformers' defaults, which differ (rope_theta, context) and may move between versions.
@@ -122,18 +122,15 @@ def measure(model: Any, device: str, length: int, steps: int, vocab: int) -> dic
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_line(__doc__, steps=3)
     parser.add_argument("--lengths", default="8192,32768,65536")
-    parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--smoke", action="store_true", help="tiny model on the CPU: checks the script runs")
     parser.add_argument("--dry-run", action="store_true", help="build on the meta device; print shape and counts")
-    parser.add_argument("--json", action="store_true")
     a = parser.parse_args()
     if a.dry_run:
         model, _ = build_model(a.smoke, device="meta")
         info = shape(model)
-        if a.json:
-            print(json.dumps(info, indent=2))
+        if printed_as_json(info, a.json):
             return
         for key, value in info.items():
             print(f"{key}: {value:,}" if isinstance(value, int) else f"{key}: {value}")
@@ -144,8 +141,7 @@ def main() -> None:
     total = sum(p.numel() for p in model.parameters())
     results = [measure(model, device, n, a.steps if not a.smoke else 1, model.config.vocab_size) for n in lengths]
     report = {"device": device, "parameters": total, "trainable": trainable, "results": results}
-    if a.json:
-        print(json.dumps(report, indent=2))
+    if printed_as_json(report, a.json):
         return
     print(f"{device}: {total / 1e9:.2f} B parameters, {trainable / 1e6:.1f} M trainable (LoRA r32)")
     for r in results:

@@ -12,11 +12,10 @@ same sequences at the same speed the trained-tokens ratio is about 0.96; the tra
 sequences, same steps) is printed beside it. The runs alternate `--repeats` times (TRL first) and the
 fastest of each counts, since other processes on a shared machine make single timings noisy.
 
-Run: `.venv/bin/python perf/sft_throughput.py [--rows 64] [--turns 6] [--repeats 2] [--json]`."""
+Run: `.venv/bin/python -m perf.sft_throughput [--rows 64] [--turns 6] [--repeats 2] [--json]`."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import tempfile
@@ -27,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from perf.common import command_line, printed_as_json
 from unscaffold.llm.tiny import build_tiny_model, tiny_model_dir
 from unscaffold.minimal_harness.tool import EXECUTE_TOOL, system_prompt
 from unscaffold.sft.config import TrainConfig
@@ -139,12 +139,7 @@ def run_trl(rows: list[dict[str, Any]], out: Path, model: Path, steps: int) -> d
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=64)
-    parser.add_argument("--turns", type=int, default=6)
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--json", action="store_true")
-    a = parser.parse_args()
+    a = command_line(__doc__, rows=64, turns=6, repeats=2).parse_args()
     steps = max(1, a.rows // BATCH)
     model = build_tiny_model(tiny_model_dir())
     rows = synthetic_rows(a.rows, a.turns)
@@ -164,8 +159,7 @@ def main() -> None:
               "ratio_tokens_per_s": ours["tokens_per_s"] / trl["tokens_per_s"],
               "ratio_train_time": trl["train_s"] / ours["train_s"],
               "ratio_end_to_end": trl["prepare_and_train_s"] / ours["prepare_and_train_s"]}
-    if a.json:
-        print(json.dumps(result, indent=2))
+    if printed_as_json(result, a.json):
         return
     for name, r in (("train-sft", ours), ("TRL assistant_only_loss", trl)):
         print(f"{name:>24}: {r['trained_tokens']:6d} trained tokens in {r['train_s']:.2f} s = "

@@ -7,12 +7,10 @@ official pipeline spends per case: one LibreOffice conversion of each of the two
 openpyxl reading both. Targets: every case passes, none comes near its limit, and the mean time per
 case stays within the baseline (ratio <= 1).
 
-Run: `.venv/bin/python perf/spreadsheet_scoring.py [--sample 8] [--json]`."""
+Run: `.venv/bin/python -m perf.spreadsheet_scoring [--sample 8] [--json]`."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
 import subprocess
 import tempfile
@@ -22,6 +20,7 @@ from typing import Any
 
 import openpyxl
 
+from perf.common import command_line, printed_as_json
 from unscaffold.benchmarks.spreadsheet.measure import reference_policy
 from unscaffold.benchmarks.spreadsheet.recalc import Limits, libreoffice
 from unscaffold.benchmarks.spreadsheet.scorer import clear_golden_cache, score_cases
@@ -70,9 +69,8 @@ def official_style(office: str, cases: list[tuple[BuiltTask, Path, Path]], work:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_line(__doc__)
     parser.add_argument("--sample", type=int, default=8, help="cases timed for the baseline")
-    parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="unscaffold-perf-sheet-"))
     office = libreoffice()
@@ -92,8 +90,7 @@ def main() -> None:
     for name in ("libreoffice", "fallback"):
         if name in out and "baseline_s_per_case" in out:
             out[name]["ratio_to_baseline"] = round(out[name]["mean_s"] / out["baseline_s_per_case"], 2)
-    if args.json:
-        print(json.dumps(out, indent=2))
+    if printed_as_json(out, args.json):
         return
     if not office:
         print("LibreOffice is not installed: no baseline and no LibreOffice run (scripts/sysdeps.sh installs it)")

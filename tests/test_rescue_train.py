@@ -18,23 +18,18 @@ from unscaffold.rescue.environment import EnvironmentContext, HarnessEnvironment
 from unscaffold.rescue.pool import load_pool, materialise
 from unscaffold.rescue.trl_rescue import replace_rows
 
-POOL = """name = "two"
-suite = "appworld_lite"
-[[siblings]]
-name = "docs-first"
-parent = "base"
-repairs = ["wrong-parameter-names", "retry-without-doc"]
-[siblings.edit]
-source = "hstar"
-keep = ["tool:api_doc", "memory:wrong-parameter-names"]
-[[siblings]]
-name = "submit-guard"
-parent = "base"
-repairs = ["never-submitted", "answer-not-passed"]
-[siblings.edit]
-source = "hstar"
-keep = ["check:complete_before_finish", "memory:finish-without-answer"]
-"""
+
+def _sibling(name: str, repairs: list[str], keep: list[str]) -> str:
+    """One `[[siblings]]` entry of a pool file: an h* edit of the base that keeps these components."""
+    return (f'[[siblings]]\nname = "{name}"\nparent = "base"\nrepairs = {json.dumps(repairs)}\n'
+            f'[siblings.edit]\nsource = "hstar"\nkeep = {json.dumps(keep)}\n')
+
+
+POOL = ('name = "two"\nsuite = "appworld_lite"\n'
+        + _sibling("docs-first", ["wrong-parameter-names", "retry-without-doc"],
+                   ["tool:api_doc", "memory:wrong-parameter-names"])
+        + _sibling("submit-guard", ["never-submitted", "answer-not-passed"],
+                   ["check:complete_before_finish", "memory:finish-without-answer"]))
 
 
 def test_replace_rows_repads_and_takes_rows_in_order() -> None:

@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from unscaffold.cli_exit import exit_on_problem, fail
-from unscaffold.cli_options import command_from_model, setting_argument, switch
+from unscaffold.cli_exit import exit_on_problem, fail, or_fail
+from unscaffold.cli_options import command_from_model, setting_argument, suite_arguments, switch
 from unscaffold.collect.models import RunConfig
 from unscaffold.collect.preflight import NO_PREFLIGHT_HELP
 from unscaffold.command_settings import (
@@ -33,7 +33,7 @@ from unscaffold.errors import UnscaffoldError
 from unscaffold.evolve.config import EvolveConfig
 from unscaffold.minimal_harness.sandbox.base import sandbox_kind
 from unscaffold.outcomes import ERROR_OUTCOMES
-from unscaffold.rescue.cli import rescue_app
+from unscaffold.rescue.cli import print_routed_run, rescue_app
 from unscaffold.sft.cli import register as _register_sft
 from unscaffold.terminal_text import inert
 
@@ -76,29 +76,14 @@ def run_command(config: RunConfig, values: dict[str, Any]) -> None:
 
 
 # `unscaffold run`: every option is a RunConfig field (flag, help and default declared there once).
-app.command("run")(command_from_model(RunConfig, "run", [
-    setting_argument(RunConfig, "suite", str),
-    switch("no_preflight", "--no-preflight", NO_PREFLIGHT_HELP),
-], run_command))
+app.command("run")(command_from_model(RunConfig, "run", suite_arguments(RunConfig), run_command))
 
 
 def print_routed(config: RunConfig) -> None:
     """Rank-1 routing: each task under the harness the router ranks first; the table says which."""
     from unscaffold.rescue.route import run_route_spec
 
-    try:
-        summary = run_route_spec(config)
-    except UnscaffoldError as e:
-        fail(e)
-    table = Table(title=f"{config.suite}: rank-1 routing ({summary['router']} router)")
-    for name, justify in (("task", "left"), ("harness", "left"), ("reward", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for tid, harness in sorted(summary["harness_per_task"].items()):
-        table.add_row(inert(tid), inert(harness), f"{summary['per_task'].get(tid, 0.0):.2f}")
-    Console().print(table)
-    Console().print(f"pass@1 {summary['pass_at_1']:.2f}% over {summary['n_tasks']} tasks; "
-                    f"results: {config.out / 'results.json'}", highlight=False)
-    exit_on_problem(summary)
+    print_routed_run(config.suite, or_fail(lambda: run_route_spec(config)), config.out)
 
 
 def print_summary(results: dict, out: Path) -> None:
@@ -208,13 +193,9 @@ image_app.command("suites")(command_from_model(ImageSettings, "image suites", []
 
 def export_atif(s: ExportAtifSettings, values: dict[str, Any]) -> None:
     """Export every trial's trajectory to ATIF v1.7 for Harbor-side tools."""
-    run_dir, out = s.run_dir, s.out
     from unscaffold.minimal_harness.atif import export_run
 
-    try:
-        paths = export_run(run_dir, out)
-    except UnscaffoldError as e:
-        fail(e)
+    paths = or_fail(lambda: export_run(s.run_dir, s.out))
     Console().print(f"wrote {len(paths)} ATIF trajectories")
 
 
@@ -293,13 +274,9 @@ _register_sft(app)
 
 def report_command(s: ReportSettings, values: dict[str, Any]) -> None:
     """Write a self-contained HTML page of a run: summary, plots, per-trial review timelines."""
-    run_dir, out = s.run_dir, s.out
     from unscaffold.collect.report import write_report
 
-    try:
-        path = write_report(run_dir, out)
-    except UnscaffoldError as e:
-        fail(e)
+    path = or_fail(lambda: write_report(s.run_dir, s.out))
     Console().print(f"report: {path}", highlight=False)
 
 
@@ -432,10 +409,7 @@ def evolve_command(config: EvolveConfig, values: dict[str, Any]) -> None:
     Console().print(f"rounds: {config.out / 'rounds.json'}", highlight=False)
 
 
-app.command("evolve")(command_from_model(EvolveConfig, "evolve", [
-    setting_argument(EvolveConfig, "suite", str),
-    switch("no_preflight", "--no-preflight", NO_PREFLIGHT_HELP),
-], evolve_command))
+app.command("evolve")(command_from_model(EvolveConfig, "evolve", suite_arguments(EvolveConfig), evolve_command))
 
 
 def split_command(s: SplitSettings, values: dict[str, Any]) -> None:

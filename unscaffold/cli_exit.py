@@ -4,17 +4,29 @@ the main command and its sub-command groups, so none of them imports another com
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
+from collections.abc import Callable
+from typing import NoReturn, TypeVar
 
 import typer
 
+from unscaffold.errors import UnscaffoldError
 from unscaffold.outcomes import Outcome
+
+T = TypeVar("T")
 
 
 def fail(e: Exception) -> NoReturn:
     """One line, exit 2 (bad input, a missing resource), or the error's own status (a run that stalled: 1)."""
     sys.stderr.write(f"error: {e}\n")
     raise typer.Exit(getattr(e, "exit_code", 2))
+
+
+def or_fail(call: Callable[[], T]) -> T:
+    """What `call` returns; an UnscaffoldError ends the command as `fail` says."""
+    try:
+        return call()
+    except UnscaffoldError as e:
+        fail(e)
 
 
 def run_problem(results: dict) -> str | None:

@@ -25,6 +25,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from unscaffold.cli_exit import fail
+from unscaffold.collect.preflight import NO_PREFLIGHT_HELP
 from unscaffold.config_file import read_config_file, unknown_key
 from unscaffold.errors import InputError, UnscaffoldError
 
@@ -209,6 +210,11 @@ def switch(name: str, flag: str, help: str) -> inspect.Parameter:
     """An on/off option of a generated command that is not a setting (e.g. `--no-preflight`)."""
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=False,
                              annotation=Annotated[bool, typer.Option(flag, help=help)])
+
+
+def suite_arguments(model: type[BaseModel]) -> list[inspect.Parameter]:
+    """The leading parameters of a command that runs a suite's trials: the suite, then `--no-preflight`."""
+    return [setting_argument(model, "suite", str), switch("no_preflight", "--no-preflight", NO_PREFLIGHT_HELP)]
 
 
 def option(name: str, kind: Any, help: str, default: Any = inspect.Parameter.empty) -> inspect.Parameter:

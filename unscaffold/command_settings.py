@@ -95,7 +95,18 @@ class ReportSettings(BaseModel):
                              json_schema_extra=flag("--out"))
 
 
-class BehaviorsSettings(BaseModel):
+class _ReportedRuns(BaseModel):
+    """The eligibility rule, bank, taught list and outputs shared by the commands that compare runs."""
+
+    min_eligible: MinEligible = 10
+    rule: TrialRule = "any"
+    bank: Bank = None
+    taught: Taught = None
+    as_json: AsJson = False
+    out: HtmlPage = None
+
+
+class BehaviorsSettings(_ReportedRuns):
     """`unscaffold behaviors`: behaviour recovery from one run of each role per suite."""
 
     base_h: list[Path] = Field(description="Run of the base model under h (one per suite; repeat).",
@@ -104,27 +115,15 @@ class BehaviorsSettings(BaseModel):
                                    json_schema_extra=flag("--base-hstar", repeat=True))
     tuned: list[Path] = Field(description="Run of the trained model under h (one per suite; repeat).",
                               json_schema_extra=flag("--tuned", repeat=True))
-    min_eligible: MinEligible = 10
-    rule: TrialRule = "any"
-    bank: Bank = None
-    taught: Taught = None
-    as_json: AsJson = False
-    out: HtmlPage = None
 
 
-class CompareSettings(BaseModel):
+class CompareSettings(_ReportedRuns):
     """`unscaffold compare`: runs of one suite and split, side by side."""
 
     runs: list[Path] = Field(description="Run folders of one suite and split.")
     baseline: Path | None = Field(None, description="Run the others are paired with (default: the first).",
                                   json_schema_extra=flag("--baseline"))
     seed: int = Field(0, description="Seed of the bootstrap.", json_schema_extra=flag("--seed"))
-    min_eligible: MinEligible = 10
-    rule: TrialRule = "any"
-    bank: Bank = None
-    taught: Taught = None
-    as_json: AsJson = False
-    out: HtmlPage = None
 
 
 class CascadeReportSettings(BaseModel):

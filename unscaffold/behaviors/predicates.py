@@ -29,6 +29,11 @@ Pos = tuple[int, int, int, int]  # step, event order in the step, line, column
 Predicate = Callable[["View", dict[str, Any]], bool]  # shows the behaviour in these steps, with these params
 
 
+def by_name(*predicates: Predicate) -> dict[str, Predicate]:
+    """A suite's table of predicates, each under its function's name without `p_` (the name a bank gives)."""
+    return {p.__name__.removeprefix("p_"): p for p in predicates}
+
+
 @dataclass
 class View:
     """The steps of one trajectory, with each program's flow analysis and the file contents it could know."""

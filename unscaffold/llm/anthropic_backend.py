@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Unpack
 
 import anthropic
 
 from unscaffold.errors import AuthError, InputError
+from unscaffold.llm.hosted import Endpoint, HostedModel
 from unscaffold.llm.http_errors import one_line, sdk_errors
-from unscaffold.llm.retry import Backoff
 from unscaffold.llm.types import AssistantResponse, Message, ToolCall, Usage, parse_arguments
 
 THINKING_ENV = "UNSCAFFOLD_ANTHROPIC_THINKING"
@@ -137,30 +137,18 @@ def parse_message(response: Any) -> AssistantResponse:
     )
 
 
-class AnthropicModel:
-    """A Messages API backend; SDK retries are off so `Backoff` alone decides."""
+class AnthropicModel(HostedModel):
+    """A Messages API backend."""
 
-    def __init__(
-        self,
-        spec: str,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        max_tokens: int = 8192,
-        temperature: float | None = None,
-        thinking_budget: int | None = None,
-        timeout_s: float = 600.0,
-        backoff: Backoff = Backoff(),
-    ) -> None:
-        self.spec, self.model = spec, model
-        self.max_tokens, self.temperature = max_tokens, temperature
+    def __init__(self, spec: str, model: str, *, max_tokens: int = 8192, thinking_budget: int | None = None,
+                 **endpoint: Unpack[Endpoint]) -> None:
+        super().__init__(spec, model, endpoint)
+        self.max_tokens = max_tokens
         self.thinking_budget = thinking_budget if thinking_budget is not None else thinking_budget_from_env()
-        self.backoff = backoff
+
+    def connect(self, base_url: str | None, api_key: str | None, timeout_s: float) -> anthropic.Anthropic:
         # api_key None lets the SDK read ANTHROPIC_API_KEY; base_url None lets it read ANTHROPIC_BASE_URL.
-        self.client = anthropic.Anthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
-        )
+        return anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0)
 
     def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> AssistantResponse:
         """One turn; transient failures are retried, context and auth failures raised at once."""

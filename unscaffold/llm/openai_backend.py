@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, Unpack
 
 import openai
 
 from unscaffold.errors import AuthError, ModelError
+from unscaffold.llm.hosted import Endpoint, HostedModel
 from unscaffold.llm.http_errors import sdk_errors
-from unscaffold.llm.retry import Backoff
 from unscaffold.llm.types import AssistantResponse, Message, ToolCall, Usage, parse_arguments
 
 
@@ -66,33 +66,23 @@ def parse_completion(completion: Any, where: str) -> AssistantResponse:
     )
 
 
-class OpenAIModel:
-    """A chat-completions backend; SDK retries are off so `Backoff` alone decides."""
+class OpenAIModel(HostedModel):
+    """A chat-completions backend."""
 
-    def __init__(
-        self,
-        spec: str,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        timeout_s: float = 600.0,
-        backoff: Backoff = Backoff(),
-        send_reasoning: bool | None = None,
-    ) -> None:
+    def __init__(self, spec: str, model: str, *, max_tokens: int | None = None, send_reasoning: bool | None = None,
+                 **endpoint: Unpack[Endpoint]) -> None:
         """`send_reasoning`: send earlier reasoning back (default: for a server given by URL, vLLM or SGLang)."""
-        self.spec, self.model = spec, model
-        self.temperature, self.max_tokens = temperature, max_tokens
-        self.backoff = backoff
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        self.send_reasoning = base_url is not None if send_reasoning is None else send_reasoning
+        super().__init__(spec, model, endpoint)
+        self.max_tokens = max_tokens
+        self.send_reasoning = self.served_at is not None if send_reasoning is None else send_reasoning
+
+    def connect(self, base_url: str | None, api_key: str | None, timeout_s: float) -> openai.OpenAI:
+        base_url = self.served_at = base_url or os.environ.get("OPENAI_BASE_URL") or None
         # Self-hosted servers (vLLM, SGLang) usually accept any key; the SDK still wants one.
         key = api_key or os.environ.get("OPENAI_API_KEY") or ("EMPTY" if base_url else None)
         if not key:
-            raise AuthError(f"{spec}: set OPENAI_API_KEY, or give a server as openai:MODEL@BASE_URL")
-        self.client = openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout_s, max_retries=0)
+            raise AuthError(f"{self.spec}: set OPENAI_API_KEY, or give a server as openai:MODEL@BASE_URL")
+        return openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout_s, max_retries=0)
 
     def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> AssistantResponse:
         """One completion; transient failures are retried, context and auth failures raised at once."""

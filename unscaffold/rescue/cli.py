@@ -12,12 +12,12 @@ from rich.console import Console
 from rich.table import Table
 
 from unscaffold.cli_exit import exit_on_problem, fail
-from unscaffold.cli_options import command_from_model, setting_argument, switch
-from unscaffold.collect.preflight import NO_PREFLIGHT_HELP
+from unscaffold.cli_options import command_from_model, setting_argument, suite_arguments
 from unscaffold.errors import UnscaffoldError
 from unscaffold.outcomes import Outcome
 from unscaffold.rescue.settings import PoolSettings, RouteConfig, SimulateSettings, ValidationRuns
 from unscaffold.rescue.train import RescueTrainConfig
+from unscaffold.terminal_text import inert
 
 rescue_app = typer.Typer(add_completion=False, no_args_is_help=True,
                          help="Harness-S, sibling-harness rescue RL: simulate it, write a pool's "
@@ -144,10 +144,8 @@ def train_command(config: RescueTrainConfig, values: dict[str, Any]) -> None:
                     f"plot: {out / 'metrics.html'}", highlight=False)
 
 
-rescue_app.command("train")(command_from_model(RescueTrainConfig, "rescue train", [
-    setting_argument(RescueTrainConfig, "suite", str),
-    switch("no_preflight", "--no-preflight", NO_PREFLIGHT_HELP),
-], train_command))
+rescue_app.command("train")(command_from_model(
+    RescueTrainConfig, "rescue train", suite_arguments(RescueTrainConfig), train_command))
 
 
 def route_command(config: RouteConfig, values: dict[str, Any]) -> None:
@@ -177,22 +175,25 @@ def route_command(config: RouteConfig, values: dict[str, Any]) -> None:
         summary = run_routed(run_config, loaded, chooser)
     except UnscaffoldError as e:
         fail(e)
+    print_routed_run(suite, summary, out)
+
+
+def print_routed_run(suite: str, summary: dict[str, Any], out: Path) -> None:
+    """How a routed run ends, from `rescue route` or `run --harness route:POOL`: which harness each task ran
+    under and its reward, pass@1, then exit 1 where the run is not a clean result."""
     table = Table(title=f"{suite}: rank-1 routing ({summary['router']} router)")
-    table.add_column("task")
-    table.add_column("harness")
-    table.add_column("reward", justify="right")
+    for name, justify in (("task", "left"), ("harness", "left"), ("reward", "right")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for tid, harness in sorted(summary["harness_per_task"].items()):
-        table.add_row(tid, harness, f"{summary['per_task'].get(tid, 0.0):.2f}")
+        table.add_row(inert(tid), inert(harness), f"{summary['per_task'].get(tid, 0.0):.2f}")
     Console().print(table)
     Console().print(f"pass@1 {summary['pass_at_1']:.2f}% over {summary['n_tasks']} tasks; "
                     f"results: {out / 'results.json'}", highlight=False)
     exit_on_problem(summary)
 
 
-rescue_app.command("route")(command_from_model(RouteConfig, "rescue route", [
-    setting_argument(RouteConfig, "suite", str),
-    switch("no_preflight", "--no-preflight", NO_PREFLIGHT_HELP),
-], route_command))
+rescue_app.command("route")(command_from_model(RouteConfig, "rescue route", suite_arguments(RouteConfig),
+                                               route_command))
 
 
 def _results(run: Path) -> Any:

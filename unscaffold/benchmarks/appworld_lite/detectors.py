@@ -11,7 +11,7 @@ import ast
 import re
 from typing import Any
 
-from unscaffold.behaviors.predicates import Pos, Predicate, View, pos, tool_steps
+from unscaffold.behaviors.predicates import Pos, Predicate, View, by_name, pos, tool_steps
 from unscaffold.behaviors.pyflow import Flow, last_name
 
 DOCS = re.compile(r"(?:^|\.)api_docs\.(?:show_api_doc|show_api_descriptions|show_app_descriptions)$")
@@ -98,11 +98,5 @@ def p_targets_collected(view: View, p: dict[str, Any]) -> bool:
     return False
 
 
-PREDICATES: dict[str, Predicate] = {
-    "doc_first": p_doc_first,
-    "doc_read": p_doc_read,
-    "pages_read": p_pages_read,
-    "read_back": p_read_back,
-    "completed": p_completed,
-    "targets_collected": p_targets_collected,
-}
+PREDICATES: dict[str, Predicate] = by_name(p_doc_first, p_doc_read, p_pages_read, p_read_back, p_completed,
+                                           p_targets_collected)

@@ -10,7 +10,7 @@ import ast
 import re
 from typing import Any
 
-from unscaffold.behaviors.predicates import Pos, Predicate, View, pos, tool_steps
+from unscaffold.behaviors.predicates import Pos, Predicate, View, by_name, pos, tool_steps
 from unscaffold.behaviors.pyflow import last_name
 
 LOOK = {"cat", "head", "tail", "nl", "less", "more", "bat", "xxd", "od", "column", "sed", "awk"}
@@ -69,8 +69,4 @@ def p_tie_break(view: View, p: dict[str, Any]) -> bool:
                for _, f in view.programs())
 
 
-PREDICATES: dict[str, Predicate] = {
-    "file_looked_at": p_file_looked_at,
-    "shown_after_write": p_shown_after_write,
-    "tie_break": p_tie_break,
-}
+PREDICATES: dict[str, Predicate] = by_name(p_file_looked_at, p_shown_after_write, p_tie_break)

@@ -11,7 +11,7 @@ import ast
 import re
 from typing import Any
 
-from unscaffold.behaviors.predicates import Pos, Predicate, View, calls_of, pos, tool_steps
+from unscaffold.behaviors.predicates import Pos, Predicate, View, by_name, calls_of, pos, tool_steps
 from unscaffold.behaviors.pyflow import Flow
 
 ANSWER = r"(?:^|/)answer\.txt$"
@@ -172,17 +172,7 @@ def p_stereo_kept(view: View, p: dict[str, Any]) -> bool:
     return False
 
 
-PREDICATES: dict[str, Predicate] = {
-    "candidates_listed": p_candidates_listed,
-    "forward_checked": p_forward_checked,
-    "reactants_checked": p_reactants_checked,
-    "answer_written": p_answer_written,
-    "answer_canonical_last": p_answer_canonical_last,
-    "answer_canonical_any": p_answer_canonical_any,
-    "answer_parsed_after_write": p_answer_parsed_after_write,
-    "write_justified": p_write_justified,
-    "bounded": p_bounded,
-    "recheck_after_rejection": p_recheck_after_rejection,
-    "protection_queried": p_protection_queried,
-    "stereo_kept": p_stereo_kept,
-}
+PREDICATES: dict[str, Predicate] = by_name(p_candidates_listed, p_forward_checked, p_reactants_checked,
+                                           p_answer_written, p_answer_canonical_last, p_answer_canonical_any,
+                                           p_answer_parsed_after_write, p_write_justified, p_bounded,
+                                           p_recheck_after_rejection, p_protection_queried, p_stereo_kept)

@@ -30,20 +30,14 @@ SCORE_TIMEOUT_S = 60.0
 WORKDIR = "/workspace"
 HERE = Path(__file__).resolve().parent
 SPLIT_ORDER = ("train", "val", "test", None)
+# The task text, with {kind} {product} {answer} {product_file} to fill in.
+INSTRUCTION = (HERE / "instruction.txt").read_text(encoding="utf-8").removesuffix("\n")
 
 
 def instruction(product: str, class_name: str | None) -> str:
     """The task text: the product section (reaction type as context, product SMILES) and the answer format."""
     kind = f"The reaction type is {class_name}.\n" if class_name else ""
-    return (
-        "Propose the reactants of a single-step reaction that makes the product below (retrosynthesis).\n\n"
-        f"## Product\n\n{kind}Product SMILES: {product}\n\n"
-        "## Answer\n\n"
-        f"Write the reactants as SMILES on one line of `{ANSWER}` in the workspace root, separated by dots "
-        "(for example `O=C(O)c1ccccc1.NC1CCCCC1`). List only the reactants that contribute atoms to the product: "
-        "no solvents, catalysts, bases or counter-ions. The product SMILES is also in "
-        f"`{PRODUCT_FILE}`. The answer is compared with the recorded reactants as canonical SMILES, in any order."
-    )
+    return INSTRUCTION.format(kind=kind, product=product, answer=ANSWER, product_file=PRODUCT_FILE)
 
 
 class RetrosynthesisSuite(Suite):

@@ -9,9 +9,10 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+from collections.abc import Callable
 from typing import Any
 
-from unscaffold.behaviors.predicates import Pos, Predicate, View, pos, tool_steps
+from unscaffold.behaviors.predicates import Pos, Predicate, View, by_name, pos, tool_steps
 from unscaffold.behaviors.pyflow import Flow, last_name
 
 INPUT = r"(?:^|/)spreadsheets/|_input\.xlsx$"
@@ -276,16 +277,21 @@ def p_rule_checked(view: View, p: dict[str, Any]) -> bool:
     return False
 
 
+def _tool_or_program(view: View, program: Callable[[Flow], bool]) -> bool:
+    """The write_cells tool saves the output in place itself, so a call of it shows every kind of save;
+    without one, some program must show it."""
+    return bool(tool_steps(view, ["write_cells"])) or any(program(flow) for _, flow in view.programs())
+
+
+def _saves_to_output(flow: Flow) -> bool:
+    return any(any((v := flow.value(a)) is not None and re.search(OUTPUT, v)
+                   for a in [*call.args, *(k.value for k in call.keywords)]) for call in flow.calls(SAVES))
+
+
 def p_saved_to_output(view: View, p: dict[str, Any]) -> bool:
-    if tool_steps(view, ["write_cells"]):
-        return True
-    for _, flow in view.programs():
-        for call in flow.calls(SAVES):
-            args = [*call.args, *(k.value for k in call.keywords)]
-            if any((v := flow.value(a)) is not None and re.search(OUTPUT, v) for a in args):
-                return True
-    return any(e.kind == "write" and re.search(OUTPUT, e.path) and e.path.endswith(".xlsx")
-               for s in view.steps for e in s.files)
+    return _tool_or_program(view, _saves_to_output) or any(
+        e.kind == "write" and re.search(OUTPUT, e.path) and e.path.endswith(".xlsx")
+        for s in view.steps for e in s.files)
 
 
 def p_recalculated(view: View, p: dict[str, Any]) -> bool:
@@ -302,16 +308,15 @@ def p_recalculated(view: View, p: dict[str, Any]) -> bool:
     return False
 
 
+def _saves_a_loaded_book(flow: Flow) -> bool:
+    loads = flow.calls_source({"load_workbook"})
+    books = flow.tainted(loads)
+    return any(isinstance(call.func, ast.Attribute) and flow.reaches(call.func.value, loads, books)
+               for call in flow.calls({"save"}))
+
+
 def p_edited_in_place(view: View, p: dict[str, Any]) -> bool:
-    if tool_steps(view, ["write_cells"]):
-        return True
-    for _, flow in view.programs():
-        books = flow.tainted(flow.calls_source({"load_workbook"}))
-        for call in flow.calls({"save"}):
-            if isinstance(call.func, ast.Attribute) and flow.reaches(call.func.value, flow.calls_source(
-                    {"load_workbook"}), books):
-                return True
-    return False
+    return _tool_or_program(view, _saves_a_loaded_book)
 
 
 def p_literal_values(view: View, p: dict[str, Any]) -> bool:
@@ -345,22 +350,8 @@ def p_first_sheet(view: View, p: dict[str, Any]) -> bool:
     return False
 
 
-PREDICATES: dict[str, Predicate] = {
-    "inspected_before_write": p_inspected_before_write,
-    "sheets_walked": p_sheets_walked,
-    "prefilled_kept": p_prefilled_kept,
-    "compared_after_write": p_compared_after_write,
-    "prefilled_asserted": p_prefilled_asserted,
-    "output_reopened": p_output_reopened,
-    "asserted_after_write": p_asserted_after_write,
-    "error_values_sought": p_error_values_sought,
-    "inspected_after_error": p_inspected_after_error,
-    "examples_read": p_examples_read,
-    "rule_checked": p_rule_checked,
-    "saved_to_output": p_saved_to_output,
-    "recalculated": p_recalculated,
-    "edited_in_place": p_edited_in_place,
-    "literal_values": p_literal_values,
-    "sheet_bounds": p_sheet_bounds,
-    "first_sheet": p_first_sheet,
-}
+PREDICATES: dict[str, Predicate] = by_name(p_inspected_before_write, p_sheets_walked, p_prefilled_kept,
+                                           p_compared_after_write, p_prefilled_asserted, p_output_reopened,
+                                           p_asserted_after_write, p_error_values_sought, p_inspected_after_error,
+                                           p_examples_read, p_rule_checked, p_saved_to_output, p_recalculated,
+                                           p_edited_in_place, p_literal_values, p_sheet_bounds, p_first_sheet)

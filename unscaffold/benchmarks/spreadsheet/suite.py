@@ -33,6 +33,8 @@ WORKDIR = "/workspace"
 TASK_MOUNT = "/task"
 SOLUTION_MOUNT = "/solution"  # real data only, and only for --student oracle: the golden files
 SPLITS = ("train", "test")
+# The task message, with {instruction} {spreadsheet_path} {instruction_type} {answer_position} {output_path} {each}.
+INSTRUCTION = (HERE / "instruction.txt").read_text(encoding="utf-8").removesuffix("\n")
 
 
 def input_name(task_id: str, case: int = 1) -> str:
@@ -54,17 +56,9 @@ def render_instruction(task_id: str, instruction: str, instruction_type: str, an
         spreadsheet_path = "spreadsheets/ (test cases " + ", ".join(input_name(task_id, n) for n in cases) + ")"
         output_path = "output/ (" + ", ".join(output_name(task_id, n) for n in cases) + ", one per input)"
         each = " Apply the same manipulation to every test case."
-    return (
-        "Solve this spreadsheet task in the workspace, with bash and Python (openpyxl is installed).\n\n"
-        f"instruction: {instruction}\n"
-        f"spreadsheet_path: {spreadsheet_path}\n"
-        f"instruction_type: {instruction_type}\n"
-        f"answer_position: {answer_position}\n"
-        f"output_path: {output_path}\n\n"
-        "Save the whole workbook, changed as the instruction asks, to output_path and leave the input file as it "
-        "is. Only the cells in answer_position are graded; a range without a sheet name is on the first sheet."
-        f"{each} When the output is saved, reply with a short final message and no tool call."
-    )
+    return INSTRUCTION.format(instruction=instruction, spreadsheet_path=spreadsheet_path,
+                              instruction_type=instruction_type, answer_position=answer_position,
+                              output_path=output_path, each=each)
 
 
 class SpreadsheetSuite(Suite):

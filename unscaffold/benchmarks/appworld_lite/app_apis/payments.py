@@ -17,6 +17,15 @@ def _money_row(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _direction(direction: str | None, sides: dict[str, str]) -> str:
+    """The WHERE test of a direction filter (its one parameter is the supervisor's email); 422 for another."""
+    if direction is None:
+        return "? IS NOT NULL"
+    if direction not in sides:
+        raise AppError(422, "direction must be " + " or ".join(f"'{d}'" for d in sides) + ".")
+    return f"{sides[direction]} = ?"
+
+
 def _pay(ctx: Ctx, receiver_email: str, amount_cents: int, description: str) -> int:
     balance = ctx.one("SELECT balance_cents FROM wallet", (), "wallet")["balance_cents"]
     if amount_cents > balance:
@@ -37,9 +46,7 @@ def show_balance(ctx: Ctx) -> dict[str, Any]:
      Param("user_email", "string", "Only transfers with this person."), paged=True)
 def show_transactions(ctx: Ctx, direction: str | None, user_email: str | None, page_index: int, page_limit: int
                       ) -> list[dict[str, Any]]:
-    if direction not in (None, "sent", "received"):
-        raise AppError(422, "direction must be 'sent' or 'received'.")
-    where = {"sent": "sender_email = ?", "received": "receiver_email = ?"}.get(direction or "", "? IS NOT NULL")
+    where = _direction(direction, {"sent": "sender_email", "received": "receiver_email"})
     sql = (f"SELECT {TRANSACTION} FROM transactions WHERE {where} AND (? IS NULL OR sender_email = ? OR "
            "receiver_email = ?) ORDER BY created_at DESC, transaction_id DESC")
     rows = ctx.rows(sql + page_sql(page_index, page_limit), (ctx.me, user_email, user_email, user_email))
@@ -69,9 +76,7 @@ def send_money(ctx: Ctx, receiver_email: str, amount: float, description: str) -
      Param("direction", "string", "incoming or outgoing; both when omitted."), paged=True)
 def show_payment_requests(ctx: Ctx, status: str | None, direction: str | None, page_index: int, page_limit: int
                           ) -> list[dict[str, Any]]:
-    if direction not in (None, "incoming", "outgoing"):
-        raise AppError(422, "direction must be 'incoming' or 'outgoing'.")
-    where = {"incoming": "receiver_email = ?", "outgoing": "sender_email = ?"}.get(direction or "", "? IS NOT NULL")
+    where = _direction(direction, {"incoming": "receiver_email", "outgoing": "sender_email"})
     sql = (f"SELECT {REQUEST} FROM payment_requests WHERE {where} AND (? IS NULL OR status = ?) "
            "ORDER BY created_at DESC, payment_request_id DESC")
     return [_money_row(r) for r in ctx.rows(sql + page_sql(page_index, page_limit), (ctx.me, status, status))]

@@ -158,6 +158,10 @@ def _formulas_engine(path: str) -> dict[tuple[str, int, int], Any] | None:
     return out
 
 
+# The answer-range flags that fail a check; the others (NUMERIC_STRING, SAME_VALUE) are warnings.
+FAILING = ("ALL_EMPTY", "FORMULA_STRING", "ERROR_LITERAL")
+
+
 def range_flags(src: Any, out: Any, ranges: list[CellRange], computed: dict | None) -> list[str]:
     """The answer-range flags: ALL_EMPTY, FORMULA_STRING, ERROR_LITERAL, NUMERIC_STRING, SAME_VALUE."""
     flags, written = [], []

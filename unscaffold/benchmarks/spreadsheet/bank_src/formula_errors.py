@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from unscaffold.benchmarks.spreadsheet.bank_src.common import Problem, evaluate, has_formulas, name, open_book, run
-from unscaffold.benchmarks.spreadsheet.bank_src.guard import pairs
+from unscaffold.benchmarks.spreadsheet.bank_src.common import evaluate, has_formulas, name, run
+from unscaffold.benchmarks.spreadsheet.bank_src.guard import opened, pairs
 from unscaffold.benchmarks.spreadsheet.values import ERROR_LITERALS
 
 
 def main() -> int:
     _, files = pairs()
-    for _, target in files:
-        if not Path(target).is_file():
-            continue
-        try:
-            if not has_formulas(open_book(target)):
-                continue
-        except Problem:
+    for _, target, _, out in opened(files, inputs=False):
+        if not has_formulas(out):
             continue
         computed = evaluate(target) or {}
         errors = [f"{name(s, r, c)} = {v}" for (s, r, c), v in computed.items()

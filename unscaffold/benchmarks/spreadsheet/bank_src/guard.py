@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from unscaffold.benchmarks.spreadsheet.bank_src.common import task_fields
+from unscaffold.benchmarks.spreadsheet.bank_src.common import Problem, open_book, task_fields
 
 WARNED = Path("/tmp/.spreadsheet-checks-warned")
 
@@ -15,6 +16,16 @@ def pairs() -> tuple[dict[str, Any], list[tuple[str, str]]]:
     """The task fields and its (input, output) paths; no fields (no task file) means nothing to check."""
     fields = task_fields() or {}
     return fields, list(zip(fields.get("inputs", []), fields.get("outputs", []), strict=False))
+
+
+def opened(files: list[tuple[str, str]], inputs: bool = True) -> Iterator[tuple[str, str, Any, Any]]:
+    """(input, output, input book or None, output book) for each pair whose workbooks open; an output not
+    written or not readable is the output check's to report, so the other checks pass over it."""
+    for source, target in files:
+        try:
+            yield source, target, open_book(source) if inputs else None, open_book(target)
+        except Problem:
+            continue
 
 
 def first_time(message: str) -> bool:

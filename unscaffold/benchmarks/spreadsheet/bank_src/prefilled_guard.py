@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from unscaffold.benchmarks.spreadsheet.bank_src.common import Problem, answer_ranges, open_book, prefilled_changes, run
-from unscaffold.benchmarks.spreadsheet.bank_src.guard import pairs
+from unscaffold.benchmarks.spreadsheet.bank_src.common import answer_ranges, prefilled_changes, run
+from unscaffold.benchmarks.spreadsheet.bank_src.guard import opened, pairs
 
 
 def main() -> int:
     fields, files = pairs()
     if fields.get("instruction_type", "").lower().startswith("sheet"):
         return 0  # the task rearranges its range
-    for source, target in files:
-        if not Path(target).is_file():
-            continue  # the output check reports it
-        try:
-            src, out = open_book(source), open_book(target)
-        except Problem:
-            continue
+    for source, target, src, out in opened(files):
         changes = prefilled_changes(src, out, answer_ranges(fields["answer_position"], src.sheetnames))
         if changes:
             print(f"{target}: {len(changes)} prefilled cell(s) of answer_position differ from {source}; they are "

@@ -6,6 +6,7 @@ For a Sheet-Level `instruction_type` (sorting, deleting rows) prefilled cells ma
 from __future__ import annotations
 
 from unscaffold.benchmarks.spreadsheet.bank_src.common import (
+    FAILING,
     answer_ranges,
     arguments,
     evaluate,
@@ -19,8 +20,6 @@ from unscaffold.benchmarks.spreadsheet.bank_src.common import (
     run,
 )
 from unscaffold.benchmarks.spreadsheet.values import show
-
-FAILING = ("ALL_EMPTY", "FORMULA_STRING", "ERROR_LITERAL")
 
 
 def main() -> int:

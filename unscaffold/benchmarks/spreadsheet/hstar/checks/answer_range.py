@@ -6,27 +6,17 @@ numbers stored as text and one value repeated over the whole range stop the fini
 # ruff: noqa
 from __future__ import annotations
 
-from pathlib import Path
-
-from sheetlib import Problem, answer_ranges, evaluate, has_formulas, open_book, range_flags, run
-from sheetlib import first_time, pairs
-
-BLOCKING = ("ALL_EMPTY", "FORMULA_STRING", "ERROR_LITERAL")
+from sheetlib import FAILING, answer_ranges, evaluate, has_formulas, range_flags, run
+from sheetlib import first_time, opened, pairs
 
 
 def main() -> int:
     fields, files = pairs()
-    for source, target in files:
-        if not Path(target).is_file():
-            continue
-        try:
-            src, out = open_book(source), open_book(target)
-        except Problem:
-            continue
+    for _, target, src, out in opened(files):
         computed = evaluate(target) if has_formulas(out) else None
         flags = range_flags(src, out, answer_ranges(fields["answer_position"], src.sheetnames), computed)
-        blocking = [f for f in flags if f.startswith(BLOCKING)]
-        warnings = [f for f in flags if not f.startswith(BLOCKING)]
+        blocking = [f for f in flags if f.startswith(FAILING)]
+        warnings = [f for f in flags if not f.startswith(FAILING)]
         if blocking or (warnings and first_time(target + "\n".join(warnings))):
             note = "" if blocking else " (a warning: finish again if this is intended)"
             print(f"{target}: answer_position check{note}: " + "; ".join((blocking + warnings)[:8]))

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -363,6 +364,8 @@ def _formulas_engine(path: str) -> dict[tuple[str, int, int], Any] | None:
             out[names[m.group(1)], int(m.group(3)), column_index_from_string(m.group(2))] = v
     return out
 
+FAILING = ('ALL_EMPTY', 'FORMULA_STRING', 'ERROR_LITERAL')
+
 def range_flags(src: Any, out: Any, ranges: list[CellRange], computed: dict | None) -> list[str]:
     flags, written = ([], [])
     filled = 0
@@ -406,6 +409,13 @@ WARNED = Path('/tmp/.spreadsheet-checks-warned')
 def pairs() -> tuple[dict[str, Any], list[tuple[str, str]]]:
     fields = task_fields() or {}
     return (fields, list(zip(fields.get('inputs', []), fields.get('outputs', []), strict=False)))
+
+def opened(files: list[tuple[str, str]], inputs: bool=True) -> Iterator[tuple[str, str, Any, Any]]:
+    for source, target in files:
+        try:
+            yield (source, target, open_book(source) if inputs else None, open_book(target))
+        except Problem:
+            continue
 
 def first_time(message: str) -> bool:
     digest = hashlib.sha256(message.encode()).hexdigest()[:16]

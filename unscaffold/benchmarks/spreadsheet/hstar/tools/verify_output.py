@@ -327,6 +327,8 @@ def _formulas_engine(path: str) -> dict[tuple[str, int, int], Any] | None:
             out[names[m.group(1)], int(m.group(3)), column_index_from_string(m.group(2))] = v
     return out
 
+FAILING = ('ALL_EMPTY', 'FORMULA_STRING', 'ERROR_LITERAL')
+
 def range_flags(src: Any, out: Any, ranges: list[CellRange], computed: dict | None) -> list[str]:
     flags, written = ([], [])
     filled = 0
@@ -364,9 +366,6 @@ def run(main: Any) -> None:
         print(e)
         code = 1
     sys.exit(code or 0)
-
-FAILING = ("ALL_EMPTY", "FORMULA_STRING", "ERROR_LITERAL")
-
 
 def main() -> int:
     args = arguments()
