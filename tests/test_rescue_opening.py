@@ -58,3 +58,23 @@ def test_rescue_prompts_are_the_opening_run_renders(tmp_path: Path, appworld_roo
         expected = deployed.prompt_ids([Message(**m) for m in traj["messages"][:OPENING]], traj["tools"])
         ids = [ids for e, ids in rendered if e == env]
         assert ids and all(i == expected for i in ids), env
+
+
+def test_openings_built_for_training_leave_no_bridge_and_the_suite_open(tmp_path: Path,
+                                                                          appworld_root: Path) -> None:  # noqa: F811
+    """Each opening's trial is never scored: its bridge is released at once, and the suite stays usable (it
+    is closed by its owner when training ends, not by the openings)."""
+    import subprocess
+
+    from tests.test_appworld_real import BRIDGE
+    from unscaffold.benchmarks import load_suite
+    from unscaffold.rescue.prompts import task_openings
+
+    with load_suite("appworld", appworld_root) as suite:
+        tasks = suite.named_tasks([TASK], "dev")
+        first = task_openings(suite, tasks, "demonstration", "none", tmp_path / "openings")
+        assert suite._bridges == {}  # type: ignore[attr-defined]
+        assert subprocess.run(["pgrep", "-f", f"{BRIDGE} serve"], capture_output=True, text=True).stdout == ""
+        again = task_openings(suite, tasks, "demonstration", "none", tmp_path / "openings")
+    assert list(first) == [TASK] and len(first[TASK]) == OPENING - 1 and first == again
+    assert list((tmp_path / "openings").iterdir()) == []

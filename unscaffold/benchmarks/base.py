@@ -45,7 +45,8 @@ class Suite(ABC):
     2. `tasks` / `named_tasks` choose the tasks; `bank_path`, `k_path` and `leak_markers` serve K.
     3. Per trial, in this order: `prepare` (the workspace and how the sandbox shows it), `services`
        (entered: what must run on the host while the student works and while it is scored), `opening`,
-       the episode, `score` (the sandbox still open), then `services` left, crashed or not.
+       the episode, `score` (the sandbox still open), then `services` left, crashed or not. A trial
+       that stops short of `score` on purpose calls `release` instead.
     4. `close` once the user is done with the suite, also after a failed trial or an interrupted run:
        it releases what trials left behind (bridges, servers, worker processes). `with suite:` calls it.
        It may be called more than once; a closed suite is not used again.
@@ -169,6 +170,11 @@ class Suite(ABC):
 
     def k_path(self) -> Path | None:
         """The suite's compiled K (the default `--knowledge`), if it ships one."""
+        return None
+
+    def release(self, trial_dir: Path) -> None:
+        """A trial that ends without `score` (an opening built for training, say): free what `prepare`
+        started for it. Default: nothing to free."""
         return None
 
     def close(self) -> None:

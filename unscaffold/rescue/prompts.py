@@ -28,20 +28,16 @@ def task_openings(suite: Suite, tasks: list[Task], style: str, sandbox: SandboxK
         return {t.id: [Message(role="user", content=t.instruction)] for t in tasks}
     work_dir.mkdir(parents=True, exist_ok=True)
     out: dict[str, list[Message]] = {}
-    try:
-        for task in tasks:
-            trial_dir = Path(tempfile.mkdtemp(prefix="opening-", dir=work_dir))
-            try:
-                suite.prepare(task, trial_dir, sandbox)
-                with suite.services(task, trial_dir):
-                    opening = suite.opening(task, trial_dir, style)
-            finally:
-                shutil.rmtree(trial_dir, ignore_errors=True)
-            out[task.id] = opening or [Message(role="user", content=task.instruction)]
-    finally:
-        close = getattr(suite, "close", None)  # a suite holding per-trial servers (AppWorld's bridges) stops them
-        if close is not None:
-            close()
+    for task in tasks:
+        trial_dir = Path(tempfile.mkdtemp(prefix="opening-", dir=work_dir))
+        try:
+            suite.prepare(task, trial_dir, sandbox)
+            with suite.services(task, trial_dir):
+                opening = suite.opening(task, trial_dir, style)
+        finally:  # never scored: what prepare started for it (AppWorld's bridge) stops here
+            suite.release(trial_dir)
+            shutil.rmtree(trial_dir, ignore_errors=True)
+        out[task.id] = opening or [Message(role="user", content=task.instruction)]
     return out
 
 

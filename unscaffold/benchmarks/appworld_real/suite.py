@@ -245,6 +245,13 @@ class AppWorldSuite(Suite):
     def k_path(self) -> Path | None:
         return LITE / "k"
 
+    def release(self, trial_dir: Path) -> None:
+        """Stop the bridge of a trial that will not be scored."""
+        with self._lock:
+            bridge = self._bridges.pop(trial_dir.resolve(), None)
+        if bridge is not None:
+            bridge.stop()
+
     def close(self) -> None:
         """Stop every bridge still running (trials that crashed before scoring)."""
         with self._lock:
