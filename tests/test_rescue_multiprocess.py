@@ -91,3 +91,18 @@ def test_a_rank_without_failed_rows_samples_fillers(tmp_path: Path) -> None:
     assert [(c["groups"], c["rescued_groups"], c["rollouts"], c["extra_rollout_pct"], c["effective_group_rate"])
             for c in counts["one"]] == [(2, 1, 6, 50.0, 0.5)] * 2
     assert counts["one"][0]["rescue_harnesses"] == ["docs-first", "submit-guard"]
+
+
+def test_the_generation_batch_must_split_evenly_over_the_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from unscaffold.errors import InputError
+    from unscaffold.rescue.train import RescueTrainConfig, check_options
+
+    monkeypatch.setenv("WORLD_SIZE", "2")  # as accelerate launch --num_processes 2 sets it
+    fits = RescueTrainConfig(suite="appworld_lite", model="tiny", out=Path("/unused"), k=2, tasks_per_step=3,
+                             steps_per_generation=1)
+    check_options(fits)  # 6 rollouts, 3 a process
+    odd = fits.model_copy(update={"k": 3, "tasks_per_step": 1})
+    with pytest.raises(InputError) as err:
+        check_options(odd)
+    assert str(err.value) == ("--steps-per-generation: 1 x 2 processes does not divide the 3 rollouts of a "
+                              "generation batch (K 3 x 1 tasks)")
