@@ -60,8 +60,9 @@ def test_root_and_read_only_mounts_take_no_writes(docker_engine: Any, docker_sui
     (tmp_path / "task").mkdir()
     with box(docker_engine, docker_suites_image, tmp_path, mounts=[Mount(source=tmp_path / "task",
                                                                            target="/task")]) as sb:
-        r = sb.execute("mount -o remount,bind,rw /task; mount -t tmpfs none /task; touch /task/x; touch /x; "
-                       "touch /usr/local/bin/x; mknod /tmp/null2 c 1 3; echo done")
+        # one stream (docker delivers stdout and stderr apart, so their order would be a race)
+        r = sb.execute("exec 2>&1; mount -o remount,bind,rw /task; mount -t tmpfs none /task; touch /task/x; "
+                       "touch /x; touch /usr/local/bin/x; mknod /tmp/null2 c 1 3; echo done")
     assert r.output.count("must be superuser to use mount") == 2
     assert "touch: cannot touch '/task/x': Read-only file system" in r.output
     assert "touch: cannot touch '/x': Read-only file system" in r.output
@@ -99,7 +100,7 @@ def test_disk_is_bounded_to_sized_places(docker_engine: Any, docker_suites_image
     limits = Limits(file_size_bytes=MiB, tmp_bytes=MiB, var_bytes=MiB)
     with box(docker_engine, docker_suites_image, tmp_path, limits=limits) as sb:
         big = sb.execute("head -c 2000000 /dev/zero 2>&1 > big.bin; echo rc=$?; stat -c %s big.bin")
-        tmp = sb.execute("cd /tmp && for i in 1 2 3; do head -c 500000 /dev/zero > f$i || echo full; done; "
+        tmp = sb.execute("exec 2>&1; cd /tmp && for i in 1 2 3; do head -c 500000 /dev/zero > f$i || echo full; done; "
                          "df -k /tmp /var/tmp /run | tail -3")
         var = sb.execute("head -c 900000 /dev/zero > /var/tmp/a && head -c 900000 /dev/zero > /var/tmp/b; echo rc=$?")
         root = sb.execute("head -c 1000 /dev/zero > /opt/x; head -c 1000 /dev/zero > /var/lib/x; echo rc=$?")
