@@ -4,7 +4,6 @@ writer failing exactly the tasks with prefilled cells, and what the student can 
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -42,10 +41,8 @@ def test_splits_and_ids(suite: SpreadsheetSuite) -> None:
         suite.tasks("dev")
 
 
-def test_generation_is_deterministic_and_fast() -> None:
-    t0 = time.perf_counter()
+def test_generation_is_deterministic() -> None:
     first = builtin.all_tasks()
-    assert time.perf_counter() - t0 < 2.0
     second = builtin.all_tasks()
     assert [(t.id, t.instruction, t.answer_position, t.inputs, t.golden) for t in first] == [
         (t.id, t.instruction, t.answer_position, t.inputs, t.golden) for t in second]
