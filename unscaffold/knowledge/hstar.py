@@ -11,7 +11,7 @@ from typing import Any
 
 from unscaffold.knowledge.bank import Bank, CheckSpec, ToolSpec
 from unscaffold.llm.types import AssistantResponse, Message, ToolCall
-from unscaffold.minimal_harness.sandbox.base import Mount, Sandbox
+from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, Mount, Sandbox
 from unscaffold.minimal_harness.sandbox.result import ExecResult
 from unscaffold.minimal_harness.tool import EXECUTE_TOOL, TOOL_NAME
 
@@ -82,7 +82,8 @@ class HStarHarness:
         """Each check runs in the sandbox; exit 1 blocks with its output as the message."""
         messages = []
         for check in self._checks(hook):
-            result = sandbox.execute(script_command(check.script, {"hook": hook, **context}), timeout_s=60)
+            command = script_command(check.script, {"hook": hook, **context})
+            result = sandbox.execute(command, timeout_s=DEFAULT_COMMAND_TIMEOUT_S)
             if result.exit_code == 1:
                 messages.append(f"[check {check.name}] {result.output.strip() or check.description}")
         return messages

@@ -14,18 +14,6 @@ from unscaffold.notices import note_retry
 T = TypeVar("T")
 
 
-def with_retries(fn: Callable[[], T], *, attempts: int = 6, initial_s: float = 1.0, max_s: float = 60.0) -> T:
-    """Call `fn`, retrying RetryableModelError; the last error is re-raised as it was."""
-    retrying = Retrying(
-        retry=retry_if_exception_type(RetryableModelError),
-        stop=stop_after_attempt(attempts),
-        wait=wait_exponential(multiplier=initial_s, max=max_s),
-        reraise=True,
-        before_sleep=lambda state: _say(state, attempts),
-    )
-    return retrying(fn)
-
-
 @dataclass(frozen=True)
 class Backoff:
     """How a backend retries transient failures (rate limits, server errors, time-outs)."""
@@ -35,7 +23,15 @@ class Backoff:
     max_s: float = 60.0
 
     def call(self, fn: Callable[[], T]) -> T:
-        return with_retries(fn, attempts=self.attempts, initial_s=self.initial_s, max_s=self.max_s)
+        """Call `fn`, retrying RetryableModelError; the last error is re-raised as it was."""
+        retrying = Retrying(
+            retry=retry_if_exception_type(RetryableModelError),
+            stop=stop_after_attempt(self.attempts),
+            wait=wait_exponential(multiplier=self.initial_s, max=self.max_s),
+            reraise=True,
+            before_sleep=lambda state: _say(state, self.attempts),
+        )
+        return retrying(fn)
 
 
 def _say(state: RetryCallState, attempts: int) -> None:
