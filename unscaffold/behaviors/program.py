@@ -66,10 +66,6 @@ class Step:
     words: list[list[str]] = field(default_factory=list)  # each shell segment's words (command first)
     bounded: bool = False  # some segment ran under `timeout`
 
-    @property
-    def is_tool(self) -> bool:
-        return self.tool != "execute"
-
 
 def split_heredocs(command: str) -> tuple[str, dict[str, str]]:
     """The command with each heredoc body replaced by a `__HEREDOC_n__` word, and the bodies."""

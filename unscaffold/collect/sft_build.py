@@ -169,23 +169,12 @@ def read_reviews(path: Path | str) -> list[dict[str, Any]]:
     return out
 
 
-def read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(str(path), None, "file not found") from None
-
-
 def parse_fast(raw: bytes, path: Path | str) -> Any:
     """orjson for the bulk path (10,000s of trajectories); errors still name the file."""
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as e:
         raise InputError(str(path), None, f"invalid JSON: {e}") from None
-
-
-def read_fast(path: Path) -> Any:
-    return parse_fast(read_bytes(path), path)
 
 
 PARALLEL_FROM = 400  # trials of one run from which the work is spread over processes (their start costs)
