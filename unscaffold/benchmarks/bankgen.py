@@ -61,6 +61,14 @@ def _bound(node: ast.stmt) -> set[str]:
 
 
 def _used(node: ast.AST) -> set[str]:
+    """Names a statement reads from outside: a function's own arguments and assigned names are its locals."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        local = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+        local |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        outer = set().union(*(_used(d) for d in node.decorator_list), *(_used(d) for d in node.args.defaults))
+        return outer | {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id not in local}
+    if isinstance(node, ast.Module):
+        return set().union(*(_used(n) for n in node.body))
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
