@@ -5,8 +5,9 @@ access to the bank or to this package. The sources stay importable and testable 
 sharing its modules; each rendered tool carries its own copy of what it imports from them, imports
 hoisted, docstrings of the shared code dropped. Checks only ever run from the mounted bank, so where a
 suite names a library they share one rendered module next to them (Python puts a script's folder on its
-path). A data file beside a source is read through `bundled`; the rendered script carries its text as a
-string literal instead, so the table stays data in the source and the script stays one file.
+path). A data file beside a script's own source is read through `bundled` (a top-level assignment); the
+rendered script carries its text as a string literal instead, so a table stays data in the source and the
+script stays one file.
 
 Every rendered file says so in its first line (`GENERATED`); a test renders into a temporary folder and
 compares with the shipped scripts; `python -m unscaffold.benchmarks.<suite>.bankgen` rewrites them
