@@ -1,7 +1,7 @@
 """Numbers for the closing note: the template tool alone as a baseline, and scoring throughput.
 
-The template library is the bank's own tool script (the single source of truth, since a tool must be a
-self-contained file); it is imported here by path rather than copied.
+The template library is the bank's own tool script (rendered from bank_src/, its templates the table
+bank_src/retro_templates.tsv); it is imported here by path, so the baseline measures what the student runs.
 
     python -m unscaffold.benchmarks.retrosynthesis.baseline [--split test] [--data FILE]
 """

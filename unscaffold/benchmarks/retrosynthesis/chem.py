@@ -32,7 +32,8 @@ CLASS_NAMES: dict[int, str] = {
 }
 
 
-def _canonical_mol(mol: Chem.Mol, stereo: bool, mapped: bool) -> str | None:
+def canonical_mol(mol: Chem.Mol, stereo: bool, mapped: bool) -> str | None:
+    """Canonical SMILES of a parsed molecule, atom maps cleared where `mapped`; changes `mol` in place."""
     if mapped:
         for atom in mol.GetAtoms():
             atom.SetAtomMapNum(0)
@@ -46,7 +47,7 @@ def _canonical_mol(mol: Chem.Mol, stereo: bool, mapped: bool) -> str | None:
 def canonical(smiles: str, *, stereo: bool = True) -> str | None:
     """Canonical SMILES with atom maps cleared; None when RDKit cannot parse it."""
     mol = Chem.MolFromSmiles(smiles)
-    return None if mol is None else _canonical_mol(mol, stereo, mapped=":" in smiles)
+    return None if mol is None else canonical_mol(mol, stereo, mapped=":" in smiles)
 
 
 def fragments(smiles: str, *, stereo: bool = True) -> list[str] | None:
