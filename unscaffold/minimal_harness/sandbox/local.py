@@ -78,31 +78,50 @@ def parse_answer(header: bytes, read: Callable[[int], bytes]) -> ExecResult:
                       duration_s=float(duration))
 
 
-def _python_paths() -> list[str]:
+_UNDER_RUNTIME = tuple(f"/{entry}/" for entry in _RUNTIME)
+
+
+@functools.cache
+def _python_paths() -> tuple[str, ...]:
     """The project's Python (its environment and the interpreter it was made from), unless a runtime
-    folder already shows them: `python3` inside must be this environment, for the suites' libraries."""
+    folder already shows them: `python3` inside must be this environment, for the suites' libraries.
+    The same for the whole process, so found once (every trial's sandbox asks)."""
     candidates = {sys.prefix, sys.base_prefix, str(Path(sys.executable).resolve().parent.parent)}
-    shown = tuple(f"/{entry}/" for entry in _RUNTIME)
-    needed = sorted(p for p in candidates if Path(p).is_dir() and p != "/" and not (p + "/").startswith(shown))
-    return [p for p in needed if not any(p != q and p.startswith(q + "/") for q in needed)]
+    needed = sorted(p for p in candidates if Path(p).is_dir() and p != "/" and not (p + "/").startswith(_UNDER_RUNTIME))
+    return tuple(p for p in needed if not any(p != q and p.startswith(q + "/") for q in needed))
 
 
-def _hidden_paths(bound: list[str]) -> list[str]:
+@functools.cache
+def _hidden_paths(bound: tuple[str, ...]) -> tuple[str, ...]:
     """The project package where a bound folder would show it (an installed, not editable, copy):
     covered by an empty folder, so no command can import it or read its data (gold answers among it)."""
     package = str(_PACKAGE_DIR)
-    roots = [f"/{entry}" for entry in _RUNTIME] + bound
-    return [package] if any(package.startswith(r + "/") for r in roots) else []
+    roots = [f"/{entry}" for entry in _RUNTIME] + list(bound)
+    return (package,) if any(package.startswith(r + "/") for r in roots) else ()
+
+
+@functools.cache
+def _runtime_binds() -> tuple[str, ...]:
+    """The host's runtime folders, read-only (links as links): the same for every sandbox of the process."""
+    argv: list[str] = []
+    for entry in _RUNTIME:
+        path = f"/{entry}"
+        if os.path.islink(path):
+            argv += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            argv += ["--ro-bind", path, path]
+    return tuple(argv)
 
 
 def _parent_dirs(target: str, made: set[str]) -> list[str]:
     """Folders above a mount point, made traversable (bubblewrap would make them private to root, and
-    the sandbox user could not reach what is mounted below)."""
+    the sandbox user could not reach what is mounted below). Plain string work: every sandbox start
+    calls this for each of its mounts."""
     out: list[str] = []
-    parts = Path(target).parts[1:-1]
-    for i in range(len(parts)):
-        folder = "/" + "/".join(parts[: i + 1])
-        if folder in made or any(folder.startswith(m + "/") for m in made if m.lstrip("/") in _RUNTIME):
+    folder = ""
+    for part in [p for p in target.split("/") if p not in ("", ".")][:-1]:  # as Path(target).parts has them
+        folder += "/" + part
+        if folder in made or folder.startswith(_UNDER_RUNTIME):
             continue
         made.add(folder)
         out += ["--perms", "0755", "--dir", folder]
@@ -209,12 +228,7 @@ def bwrap_argv(config: SandboxConfig, inner: list[str], bwrap: str = "bwrap", ui
         argv += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     if not config.network:
         argv.append("--unshare-net")
-    for entry in _RUNTIME:
-        path = f"/{entry}"
-        if os.path.islink(path):
-            argv += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            argv += ["--ro-bind", path, path]
+    argv += _runtime_binds()
     for target, fd in (files or {}).items():
         argv += ["--perms", "0644", "--ro-bind-data", str(fd), target]
     limits = config.limits
