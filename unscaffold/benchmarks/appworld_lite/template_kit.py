@@ -1,6 +1,6 @@
 """What every task template is made of: the gold as API calls (`Call`, `Outcome`), reading a world through
-its APIs (`Query`, all pages or only the first), the reference scripts' shared prelude and paging helper,
-the `Template` interface, and `evaluate`, which decides whether a task needs more than the first page.
+its APIs (`Query`, all pages or only the first), the reference scripts' shared prelude, paging helper and
+submission, the `Template` interface, and `evaluate`, which decides whether a task needs more than the first page.
 The templates themselves are in `templates.py`."""
 
 from __future__ import annotations
