@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from perf.common import command_line, printed_as_json
+from perf.common import command_line, print_block, printed_as_json
 from unscaffold.demo import SUITE, DemoConfig, demo_tasks
 from unscaffold.reviewer.cascade_whatif import ALL, cascade_whatif
 
@@ -55,13 +55,13 @@ def main() -> None:
     }
     if printed_as_json(figures, args.json):
         return
-    print(f"cascade what-if on the demo's collection ({result.trials} trials, {SUITE}):")
-    print(f"  reviews skipped:      {total.skipped_steps}/{total.reviewed_steps} = "
-          f"{100 * total.saved_review_share:.1f}% (model calls saved: {total.calls_saved}/{total.reviewer_calls})")
-    print(f"  REPLACE let through:  {total.replacements_let_through}/{total.replacements} = "
-          f"{100 * total.missed_replacement_share:.1f}%")
-    for kind, counts in figures["per_kind"].items():
-        print(f"  {kind:>9}: {counts['reviews']} reviews, {counts['replacements']} REPLACE")
+    print_block(f"cascade what-if on the demo's collection ({result.trials} trials, {SUITE}):", [
+        f"reviews skipped:      {total.skipped_steps}/{total.reviewed_steps} = {100 * total.saved_review_share:.1f}% "
+        f"(model calls saved: {total.calls_saved}/{total.reviewer_calls})",
+        f"REPLACE let through:  {total.replacements_let_through}/{total.replacements} = "
+        f"{100 * total.missed_replacement_share:.1f}%",
+        *(f"{kind:>9}: {counts['reviews']} reviews, {counts['replacements']} REPLACE"
+          for kind, counts in figures["per_kind"].items())])
 
 
 if __name__ == "__main__":

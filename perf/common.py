@@ -1,10 +1,12 @@
-"""What every perf script shares: a command line of a few numbers and `--json`, and the JSON print. The
+"""What every perf script shares: a command line of a few numbers and `--json`, the JSON print and the
+layout of the plain one. The
 scripts run as modules from the repository root (`.venv/bin/python -m perf.NAME`), so they import this."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -23,3 +25,10 @@ def printed_as_json(figures: Any, as_json: bool) -> bool:
     if as_json:
         print(json.dumps(figures, indent=2))
     return as_json
+
+
+def print_block(headline: str, details: Iterable[str]) -> None:
+    """A figure's line, then its breakdown indented under it: the layout every script's plain print keeps."""
+    print(headline)
+    for line in details:
+        print("  " + line)

@@ -20,7 +20,7 @@ from typing import Any
 
 import openpyxl
 
-from perf.common import command_line, printed_as_json
+from perf.common import command_line, print_block, printed_as_json
 from unscaffold.benchmarks.spreadsheet.measure import reference_policy
 from unscaffold.benchmarks.spreadsheet.recalc import Limits, libreoffice
 from unscaffold.benchmarks.spreadsheet.scorer import clear_golden_cache, score_cases
@@ -101,10 +101,9 @@ def main() -> None:
         if name in out:
             r = out[name]
             ratio = f", ratio {r['ratio_to_baseline']:.2f} (target <= 1)" if "ratio_to_baseline" in r else ""
-            print(f"{name}: {r['passed']}/{r['cases']} passed, mean {r['mean_s']:.2f} s, max {r['max_s']:.2f} s per "
-                  f"case (limit {out['case_limit_s']:g} s){ratio}; engines {r['engines']}")
-            for task_id, reason in r["failures"].items():
-                print(f"  FAILED {task_id}: {reason}")
+            print_block(f"{name}: {r['passed']}/{r['cases']} passed, mean {r['mean_s']:.2f} s, max {r['max_s']:.2f} s "
+                        f"per case (limit {out['case_limit_s']:g} s){ratio}; engines {r['engines']}",
+                        (f"FAILED {task_id}: {reason}" for task_id, reason in r["failures"].items()))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,13 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 HARBOR_EXAMPLES = EXAMPLES / "harbor"
 HARBOR_REPLAY = EXAMPLES / "replay" / "harbor_student.json"
+
+
+def message_of(error: type[BaseException], fn: Callable[..., object], *args: object) -> str:
+    """The message `fn(*args)` fails with; the test fails where it raises nothing, or another error."""
+    with pytest.raises(error) as raised:
+        fn(*args)
+    return str(raised.value)
 
 
 def bwrap_usable() -> bool:

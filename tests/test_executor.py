@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.helpers import HARBOR_EXAMPLES, HARBOR_REPLAY
+from tests.helpers import HARBOR_EXAMPLES, HARBOR_REPLAY, message_of
 from unscaffold.cli import app
 from unscaffold.collect import shipping
 from unscaffold.collect.executor_spec import ExecutorSpec, parse_executor
@@ -37,9 +37,7 @@ def test_executor_specs(spec: str, expected: ExecutorSpec) -> None:
     ("ray?memory=lots", "--executor: memory: 'lots' is not a size (e.g. 2G, 512M)"),
 ])
 def test_bad_executor_specs_are_one_line(spec: str, message: str) -> None:
-    with pytest.raises(InputError) as e:
-        parse_executor(spec)
-    assert str(e.value).startswith(message)
+    assert message_of(InputError, parse_executor, spec).startswith(message)
 
 
 def test_without_ray_the_command_says_how_to_install_it(tmp_path: Path, monkeypatch) -> None:

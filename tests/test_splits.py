@@ -9,7 +9,7 @@ import pytest
 from spreadsheet_folder import TEST, TRAIN, build_folder
 from typer.testing import CliRunner
 
-from tests.helpers import ROOT, call, final, needs_bwrap
+from tests.helpers import ROOT, call, final, message_of, needs_bwrap
 from unscaffold.benchmarks import load_suite
 from unscaffold.benchmarks.splits import read_split_file, seeded_split
 from unscaffold.cli import app
@@ -43,9 +43,7 @@ def test_json_and_text_forms_read_the_same(tmp_path: Path) -> None:
 def test_bad_split_files_are_one_line(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "s"
     path.write_text(text)
-    with pytest.raises(InputError) as err:
-        read_split_file(path)
-    assert str(err.value) == f"{path}: {message}"
+    assert message_of(InputError, read_split_file, path) == f"{path}: {message}"
 
 
 def test_a_split_file_gives_real_data_its_splits_in_file_order(data: Path, tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers import message_of
 from unscaffold.benchmarks.spreadsheet.ranges import CellRange, RangeError, official_ranges, parse_answer_position
 
 
@@ -117,6 +118,4 @@ def test_open_bounds_close_on_the_sheet_size() -> None:
     ],
 )
 def test_errors_name_the_part(text: str, message: str) -> None:
-    with pytest.raises(RangeError) as err:
-        parse_answer_position(text)
-    assert str(err.value) == message
+    assert message_of(RangeError, parse_answer_position, text) == message

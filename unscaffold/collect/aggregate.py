@@ -34,7 +34,7 @@ def aggregate(
     n = len(per_task)
     student, reviewer = Usage(), Usage()
     for r in results:
-        student, reviewer = student + r.student_usage, reviewer + r.reviewer_usage
+        student, reviewer = student + r.student_usage, reviewer + r.review.usage
     summary = RunResults(
         suite=suite.name,
         student=config.student,
@@ -48,9 +48,9 @@ def aggregate(
         reviewer=config.reviewer,
         knowledge=str(config.knowledge) if config.knowledge else None,
         budget=config.budget if config.reviewer else None,
-        reviewer_calls=sum(r.reviewer_calls for r in results),
-        reviewer_calls_saved=sum(r.reviewer_calls_saved for r in results),
-        invalid_submissions=sum(r.invalid_submissions for r in results),
+        reviewer_calls=sum(r.review.calls for r in results),
+        reviewer_calls_saved=sum(r.review.saved_calls for r in results),
+        invalid_submissions=sum(r.review.invalid for r in results),
         replacements=sum(r.replacements for r in results),
         replacements_per_trial={r.trial_id: r.replacements for r in results},
         tokens={

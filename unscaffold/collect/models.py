@@ -5,13 +5,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from unscaffold.flags import Concurrency, DataFolder, SplitFile, TaskIds, Trials, flag
 from unscaffold.llm.types import Usage
 from unscaffold.minimal_harness.agent import AgentConfig
 from unscaffold.minimal_harness.sandbox.base import SandboxSettings
 from unscaffold.outcomes import Outcome
+from unscaffold.reviewer.hook import ReviewCounts
 
 DEFAULT_REPLACE_BUDGET = 5  # REPLACE decisions a reviewer may make per trial
 KNOWLEDGE_RECORD = "knowledge.json"  # written by a run that loaded K: where it was
@@ -114,16 +123,32 @@ class TrialResult(BaseModel):
     turns: int = 0
     format_errors: int = 0
     replacements: int = 0
-    reviewer_calls: int = 0
-    reviewer_calls_saved: int = 0
-    invalid_submissions: int = 0
-    review_fallbacks: int = 0
+    review: ReviewCounts = Field(default_factory=ReviewCounts, description="flat in result.json, under its aliases")
     student_usage: Usage = Field(default_factory=Usage)
-    reviewer_usage: Usage = Field(default_factory=Usage)
     isolation: str = ""
     wall_s: float = 0.0
     started_at: str
     ended_at: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather_review(cls, data: Any) -> Any:
+        """result.json keeps the review counts flat, beside the trial's own fields."""
+        if not isinstance(data, dict) or "review" in data:
+            return data
+        keys = {f.alias for f in ReviewCounts.model_fields.values()}
+        return {**{k: v for k, v in data.items() if k not in keys},
+                "review": {k: v for k, v in data.items() if k in keys}}
+
+    @model_serializer(mode="wrap")
+    def _flatten_review(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in handler(self).items():
+            if key == "review":
+                out.update({ReviewCounts.model_fields[k].alias or k: v for k, v in value.items()})
+            else:
+                out[key] = value
+        return out
 
 
 class RunResults(BaseModel):

@@ -16,7 +16,6 @@ from unscaffold.iojson import write_json_atomic
 from unscaffold.knowledge.hstar import HStarHarness
 from unscaffold.knowledge.kfolder import K
 from unscaffold.llm.base import ModelProvider
-from unscaffold.llm.types import Usage
 from unscaffold.minimal_harness.agent import Agent, pass_through
 from unscaffold.minimal_harness.harness import Harness
 from unscaffold.minimal_harness.sandbox import open_sandbox
@@ -25,7 +24,7 @@ from unscaffold.minimal_harness.sandbox.disk import disk_note, open_trial_disk
 from unscaffold.minimal_harness.trajectory import Trajectory, now_iso
 from unscaffold.outcomes import COMPLETED_OUTCOMES, Outcome
 from unscaffold.reviewer.base import ReviewerFactory
-from unscaffold.reviewer.hook import ReviewHook
+from unscaffold.reviewer.hook import ReviewCounts, ReviewHook
 
 RESULT = "result.json"
 MAX_REASON = 1000
@@ -179,11 +178,7 @@ def run_trial(
         turns=len(traj.steps),
         format_errors=sum(1 for s in traj.steps if s.format_error),
         replacements=sum(1 for s in traj.steps if s.replaced),
-        reviewer_calls=hook.stats.calls if hook else 0,
-        reviewer_calls_saved=hook.stats.saved_calls if hook else 0,
-        invalid_submissions=hook.stats.invalid if hook else 0,
-        review_fallbacks=hook.stats.fallbacks if hook else 0,
-        reviewer_usage=hook.stats.usage if hook else Usage(),
+        review=hook.stats.counts() if hook else ReviewCounts(),
         student_usage=traj.usage,
         isolation=isolation,
         wall_s=time.monotonic() - t0,

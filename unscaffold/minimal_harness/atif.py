@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 import unscaffold
 from unscaffold.errors import InputError
@@ -42,11 +42,16 @@ class AtifObservation(Strict):
     results: list[AtifObservationResult]
 
 
-class AtifMetrics(Strict):
+class _UsageCounts(Strict):
+    """What model calls cost: a step's in `metrics`, the trajectory's sum in `final_metrics`."""
+
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int | None = None
     cost_usd: float | None = None
+
+
+class AtifMetrics(_UsageCounts):
     extra: dict[str, Any] | None = None
 
 
@@ -72,13 +77,12 @@ class AtifStep(Strict):
         return self
 
 
-class AtifFinalMetrics(Strict):
-    total_prompt_tokens: int | None = None
-    total_completion_tokens: int | None = None
-    total_cached_tokens: int | None = None
-    total_cost_usd: float | None = None
-    total_steps: int | None = None
-    extra: dict[str, Any] | None = None
+class AtifFinalMetrics(_UsageCounts):
+    """A step's usage summed over the trajectory: the same fields, named `total_*` in the document."""
+
+    model_config = ConfigDict(alias_generator=lambda name: f"total_{name}", serialize_by_alias=True)
+    steps: int | None = None
+    extra: dict[str, Any] | None = Field(None, alias="extra")  # not a total: keeps its name
 
 
 class AtifAgent(Strict):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from unscaffold.errors import ModelError
 from unscaffold.iojson import append_jsonl
@@ -18,17 +18,28 @@ from unscaffold.reviewer.submission import InvalidSubmission, ReviewSubmission, 
 MAX_RETRIES = 3  # the recipe: an invalid submission is sent back up to three times (four attempts in all)
 
 
-class ReviewStats(BaseModel):
-    """Per-trial counters; `calls` is model invocations, `reviews` every step the hook saw."""
+class ReviewCounts(BaseModel):
+    """What reviewing cost one trial: `calls` is model invocations. A trial's result.json records these counts
+    under the aliases (its keys since the first version), so the hook and the record cannot drift apart."""
+
+    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
+    calls: int = Field(0, alias="reviewer_calls")
+    saved_calls: int = Field(0, alias="reviewer_calls_saved")
+    invalid: int = Field(0, alias="invalid_submissions")
+    fallbacks: int = Field(0, alias="review_fallbacks")
+    usage: Usage = Field(default_factory=Usage, alias="reviewer_usage")
+
+
+class ReviewStats(ReviewCounts):
+    """Per-trial counters; `reviews` is every step the hook saw."""
 
     reviews: int = 0
-    calls: int = 0
     replacements: int = 0
-    invalid: int = 0
-    fallbacks: int = 0
     skipped_budget: int = 0
-    saved_calls: int = 0
-    usage: Usage = Field(default_factory=Usage)
+
+    def counts(self) -> ReviewCounts:
+        """What a trial's result records (the hook's own bookkeeping left out)."""
+        return ReviewCounts.model_validate(self.model_dump(include=set(ReviewCounts.model_fields)))
 
 
 class ReviewHook:

@@ -8,7 +8,9 @@ import json
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 DEFAULT_PAGE_LIMIT = 5
 MAX_PAGE_LIMIT = 20
@@ -126,10 +128,12 @@ def api(app: str, description: str, returns: str, *params: Param, auth: bool = T
 
 
 class Ctx:
-    """What an API implementation sees: the open database and the supervisor."""
+    """What an API implementation sees: the open database, the supervisor, and for a list API the page asked for
+    (the dispatch checks `page_index` and `page_limit`; the implementation reads its rows with `paged`)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        self.page_index, self.page_limit = 0, DEFAULT_PAGE_LIMIT
         row = conn.execute("SELECT email FROM profile").fetchone()
         self.me = row[0] if row else ""
         self.now = self.meta("now")
@@ -143,6 +147,14 @@ class Ctx:
         names = [d[0] for d in cur.description]
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
+    def paged(self, sql: str, args: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        """The rows of the page asked for; `sql` is the whole list, ordered."""
+        return self.rows(f"{sql} LIMIT {self.page_limit} OFFSET {self.page_index * self.page_limit}", args)
+
+    def page_of(self, items: list[T]) -> list[T]:
+        """The page asked for of a list built in Python."""
+        return items[self.page_index * self.page_limit:(self.page_index + 1) * self.page_limit]
+
     def one(self, sql: str, args: tuple[Any, ...], what: str) -> dict[str, Any]:
         rows = self.rows(sql, args)
         if not rows:
@@ -154,10 +166,6 @@ class Ctx:
         marks = ", ".join("?" for _ in values)
         cur = self.conn.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})", tuple(values.values()))
         return int(cur.lastrowid or 0)
-
-
-def page_sql(page_index: int, page_limit: int) -> str:
-    return f" LIMIT {int(page_limit)} OFFSET {int(page_index) * int(page_limit)}"
 
 
 def dollars(cents: int) -> float:
@@ -228,9 +236,10 @@ def call(conn: sqlite3.Connection, app: str, api_name: str, arguments: dict[str,
                 raise AppError(401, f"You are not authorized to use {app} APIs: the access token is missing, "
                                f"invalid or belongs to another app. Log in with apis.{app}.login(...).")
         if spec.paged:
-            if values["page_index"] < 0:
+            ctx.page_index, ctx.page_limit = int(values.pop("page_index")), int(values.pop("page_limit"))
+            if ctx.page_index < 0:
                 raise AppError(422, "page_index must be 0 or more.")
-            if not 1 <= values["page_limit"] <= MAX_PAGE_LIMIT:
+            if not 1 <= ctx.page_limit <= MAX_PAGE_LIMIT:
                 raise AppError(422, f"page_limit must be between 1 and {MAX_PAGE_LIMIT}.")
         result = spec.func(ctx, **values)
         conn.commit()

@@ -1,6 +1,6 @@
 """What every task template is made of: the gold as API calls (`Call`, `Outcome`), reading a world through
-its APIs (`Query`, all pages or only the first), the reference scripts' shared prelude and paging helper,
-the `Template` interface, and `evaluate`, which decides whether a task needs more than the first page.
+its APIs (`Query`, all pages or only the first), the reference scripts' shared prelude, paging helper and
+submission, the `Template` interface, and `evaluate`, which decides whether a task needs more than the first page.
 The templates themselves are in `templates.py`."""
 
 from __future__ import annotations
@@ -120,6 +120,7 @@ def heredoc(code: str) -> str:
 class Template(ABC):
     name: str
     doc_apis: tuple[tuple[str, str], ...]
+    answer: str | None = None  # the reference script's expression for the answer; None: the task asks no question
 
     @abstractmethod
     def plant(self, b: WorldBuilder) -> dict[str, Any]:
@@ -135,13 +136,14 @@ class Template(ABC):
 
     @abstractmethod
     def solution(self, p: dict[str, Any]) -> str:
-        """The body of a reference script (after the login and paging helpers)."""
+        """The body of a reference script (after the login and paging helpers, before the submission)."""
 
     def scripts(self, p: dict[str, Any], paging: str = "all") -> list[str]:
         """Python scripts: look the APIs up, then solve (`paging="first"` reads one page per list)."""
         docs = "\n".join(f"print(apis.api_docs.show_api_doc(app_name={app!r}, api_name={api!r}))"
                          for app, api in self.doc_apis)
-        return [f"from apis import apis\n{docs}\n", PRELUDE + PAGING[paging] + self.solution(p)]
+        submit = f"apis.supervisor.complete_task({f'answer={self.answer}' if self.answer else ''})\n"
+        return [f"from apis import apis\n{docs}\n", PRELUDE + PAGING[paging] + self.solution(p) + submit]
 
     def commands(self, p: dict[str, Any], paging: str = "all") -> list[str]:
         """The scripts as `execute` commands: what the oracle (or a first-page-only replay) runs."""

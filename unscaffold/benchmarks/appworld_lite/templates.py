@@ -26,6 +26,10 @@ def _find_contact(q: Query, name: str) -> dict[str, Any]:
     return q.pages("contacts", "show_contacts", query=name)[0]
 
 
+def _related_contacts(q: Query, relationship: str) -> list[dict[str, Any]]:
+    return q.pages("contacts", "show_contacts", relationship=relationship)
+
+
 FIND_CONTACT = '''ctoken = login("contacts")
 contact = apis.contacts.show_contacts(access_token=ctoken, query={name!r})[0]
 print(contact)
@@ -46,13 +50,13 @@ class CountRelationship(Template):
         return f"How many of my contacts have the relationship '{p['relationship']}'?"
 
     def outcome(self, q: Query, p: dict[str, Any]) -> Outcome:
-        return Outcome(answer=len(q.pages("contacts", "show_contacts", relationship=p["relationship"])))
+        return Outcome(answer=len(_related_contacts(q, p["relationship"])))
+    answer = "len(found)"
 
     def solution(self, p: dict[str, Any]) -> str:
         return f'''token = login("contacts")
 found = all_pages(apis.contacts.show_contacts, access_token=token, relationship={p["relationship"]!r})
 print(len(found), [c["email"] for c in found])
-apis.supervisor.complete_task(answer=len(found))
 '''
 
 
@@ -76,7 +80,7 @@ class MessageRelative(Template):
                 f"'{p['relationship']}', saying exactly: {p['text']}")
 
     def outcome(self, q: Query, p: dict[str, Any]) -> Outcome:
-        contacts = q.pages("contacts", "show_contacts", relationship=p["relationship"])
+        contacts = _related_contacts(q, p["relationship"])
         target = next(c for c in contacts if c["first_name"] == p["first_name"])
         return Outcome(effects=(Call.of("messages", "send_message", receiver_email=target["email"],
                                         message=p["text"]),))
@@ -88,7 +92,6 @@ contact = next(c for c in related if c["first_name"] == {p["first_name"]!r})
 mtoken = login("messages")
 sent = apis.messages.send_message(access_token=mtoken, receiver_email=contact["email"], message={p["text"]!r})
 print(apis.messages.show_message(access_token=mtoken, message_id=sent["message_id"]))
-apis.supervisor.complete_task()
 '''
 
 
@@ -115,7 +118,7 @@ class SettleRequests(Template):
                 f"'{p['relationship']}', and deny every other pending payment request sent to me.")
 
     def outcome(self, q: Query, p: dict[str, Any]) -> Outcome:
-        related = {c["email"] for c in q.pages("contacts", "show_contacts", relationship=p["relationship"])}
+        related = {c["email"] for c in _related_contacts(q, p["relationship"])}
         requests = q.pages("payments", "show_payment_requests", status="pending", direction="incoming")
         return Outcome(effects=tuple(
             Call.of("payments", "approve_payment_request" if r["sender_email"] in related else "deny_payment_request",
@@ -134,13 +137,13 @@ for request in pending:
     else:
         apis.payments.deny_payment_request(access_token=ptoken, payment_request_id=rid)
     print(apis.payments.show_payment_request(access_token=ptoken, payment_request_id=rid))
-apis.supervisor.complete_task()
 '''
 
 
 class ReceivedTotal(Template):
     name = "received_total"
     doc_apis = (("contacts", "show_contacts"), ("payments", "show_transactions"))
+    answer = "total"
 
     def plant(self, b: WorldBuilder) -> dict[str, Any]:
         target = b.person()
@@ -167,7 +170,6 @@ received = all_pages(apis.payments.show_transactions, access_token=ptoken, direc
                      user_email=contact["email"])
 total = round(sum(t["amount"] for t in received), 2)
 print(len(received), total)
-apis.supervisor.complete_task(answer=total)
 '''
 
 
@@ -199,13 +201,13 @@ playlist_id = apis.music.create_playlist(access_token=token, title={p["title"]!r
 for song in songs:
     apis.music.add_song_to_playlist(access_token=token, playlist_id=playlist_id, song_id=song["song_id"])
 print(apis.music.show_playlist(access_token=token, playlist_id=playlist_id))
-apis.supervisor.complete_task()
 '''
 
 
 class PlaylistLength(Template):
     name = "playlist_length"
     doc_apis = (("music", "show_playlists"), ("music", "show_playlist"))
+    answer = "total"
     TITLES = ("Gym Hits", "Rainy Day", "Study Session", "Dinner Party", "Throwbacks", "Chill Evening", "Commute",
               "Summer Nights", "Coffee Shop", "Workout Burn", "Sleepy Time", "Weekend Vibes")
 
@@ -229,7 +231,6 @@ playlist = next(x for x in all_pages(apis.music.show_playlists, access_token=tok
 songs = apis.music.show_playlist(access_token=token, playlist_id=playlist["playlist_id"])["songs"]
 total = sum(s["duration"] for s in songs)
 print(len(songs), total)
-apis.supervisor.complete_task(answer=total)
 '''
 
 
@@ -264,7 +265,6 @@ for note in [n for n in tagged if n["updated_at"] < {p["cutoff"]!r}]:
     print(apis.notes.show_note(access_token=token, note_id=note["note_id"]))
     apis.notes.delete_note(access_token=token, note_id=note["note_id"])
 print(len(all_pages(apis.notes.show_notes, access_token=token, tag={p["tag"]!r})), "left")
-apis.supervisor.complete_task()
 '''
 
 
@@ -281,45 +281,47 @@ FACTS = (
 )
 
 
-def _fact_note(b: WorldBuilder) -> tuple[str, str, str, str]:
+def _plant_fact_note(b: WorldBuilder) -> tuple[str, str]:
+    """A note holding one fact (title and key returned) among a few others, at a random place in the
+    newest-first list."""
     title, key, make = b.rng.choice(FACTS)
-    value = make(b)
-    content = f"Saved on my phone too.\n{key}: {value}\nupdated by me"
-    return title, key, value, content
-
-
-def _notes_around(b: WorldBuilder, title: str, content: str) -> None:
-    """The target note among a few others, at a random place in the newest-first list."""
+    content = f"Saved on my phone too.\n{key}: {make(b)}\nupdated by me"
     for i in range(b.rng.randint(2, 9)):
         b.note(f"Journal {i + 1}", f"Entry {i + 1}", [b.rng.choice(NOTE_TAGS)])
     b.note(title, content, [])
+    return title, key
+
+
+def _note_content(q: Query, title: str) -> str:
+    note = next(n for n in q.pages("notes", "show_notes") if n["title"] == title)
+    return q.call("notes", "show_note", note_id=note["note_id"])["content"]
+
+
+READ_NOTE = '''token = login("notes")
+note = next(n for n in all_pages(apis.notes.show_notes, access_token=token) if n["title"] == {title!r})
+content = apis.notes.show_note(access_token=token, note_id=note["note_id"])["content"]
+'''
 
 
 class NoteFact(Template):
     name = "note_fact"
     doc_apis = (("notes", "show_notes"), ("notes", "show_note"))
+    answer = "value"
 
     def plant(self, b: WorldBuilder) -> dict[str, Any]:
-        title, key, _, content = _fact_note(b)
-        _notes_around(b, title, content)
+        title, key = _plant_fact_note(b)
         return {"title": title, "key": key}
 
     def task(self, p: dict[str, Any]) -> str:
         return f"What is the {p['key']} written in my note titled '{p['title']}'?"
 
     def outcome(self, q: Query, p: dict[str, Any]) -> Outcome:
-        note = next(n for n in q.pages("notes", "show_notes") if n["title"] == p["title"])
-        content = q.call("notes", "show_note", note_id=note["note_id"])["content"]
-        line = next(x for x in content.splitlines() if x.startswith(p["key"] + ":"))
+        line = next(x for x in _note_content(q, p["title"]).splitlines() if x.startswith(p["key"] + ":"))
         return Outcome(answer=line.split(":", 1)[1].strip())
 
     def solution(self, p: dict[str, Any]) -> str:
-        return f'''token = login("notes")
-note = next(n for n in all_pages(apis.notes.show_notes, access_token=token) if n["title"] == {p["title"]!r})
-content = apis.notes.show_note(access_token=token, note_id=note["note_id"])["content"]
-print(content)
+        return READ_NOTE.format(title=p["title"]) + f'''print(content)
 value = next(x for x in content.splitlines() if x.startswith({p["key"] + ":"!r})).split(":", 1)[1].strip()
-apis.supervisor.complete_task(answer=value)
 '''
 
 
@@ -328,8 +330,7 @@ class NoteToFile(Template):
     doc_apis = (("notes", "show_notes"), ("file_system", "create_file"))
 
     def plant(self, b: WorldBuilder) -> dict[str, Any]:
-        title, _, _, content = _fact_note(b)
-        _notes_around(b, title, content)
+        title, _ = _plant_fact_note(b)
         path = f"~/documents/{title.lower().replace(' ', '_')}.txt"
         return {"title": title, "path": path}
 
@@ -337,18 +338,13 @@ class NoteToFile(Template):
         return f"Save the full content of my note titled '{p['title']}' as a new file at {p['path']} in my file system."
 
     def outcome(self, q: Query, p: dict[str, Any]) -> Outcome:
-        note = next(n for n in q.pages("notes", "show_notes") if n["title"] == p["title"])
-        content = q.call("notes", "show_note", note_id=note["note_id"])["content"]
-        return Outcome(effects=(Call.of("file_system", "create_file", file_path=p["path"], content=content),))
+        return Outcome(effects=(Call.of("file_system", "create_file", file_path=p["path"],
+                                        content=_note_content(q, p["title"])),))
 
     def solution(self, p: dict[str, Any]) -> str:
-        return f'''token = login("notes")
-note = next(n for n in all_pages(apis.notes.show_notes, access_token=token) if n["title"] == {p["title"]!r})
-content = apis.notes.show_note(access_token=token, note_id=note["note_id"])["content"]
-ftoken = login("file_system")
+        return READ_NOTE.format(title=p["title"]) + f'''ftoken = login("file_system")
 apis.file_system.create_file(access_token=ftoken, file_path={p["path"]!r}, content=content)
 print(apis.file_system.show_file(access_token=ftoken, file_path={p["path"]!r}))
-apis.supervisor.complete_task()
 '''
 
 
@@ -386,7 +382,6 @@ for entry in [e for e in entries if e["type"] == "file" and e["name"].endswith({
     target = {p["dst"]!r} + "/" + entry["name"]
     apis.file_system.move_file(access_token=token, source_file_path=entry["path"], destination_file_path=target)
     print(apis.file_system.show_file(access_token=token, file_path=target))
-apis.supervisor.complete_task()
 '''
 
 
@@ -415,13 +410,13 @@ contacts = all_pages(apis.contacts.show_contacts, access_token=token)
 contact = next(c for c in contacts if c["first_name"] + " " + c["last_name"] == {p["name"]!r})
 apis.contacts.update_contact(access_token=token, contact_id=contact["contact_id"], phone_number={p["phone"]!r})
 print(apis.contacts.show_contact(access_token=token, contact_id=contact["contact_id"]))
-apis.supervisor.complete_task()
 '''
 
 
 class UnreadFrom(Template):
     name = "unread_from"
     doc_apis = (("contacts", "show_contacts"), ("messages", "show_messages"))
+    answer = "unread"
     TEXTS = ("Are you free this weekend?", "Check this out!", "Call me back please.", "Did you get my email?",
              "Photos from the trip are up.", "Where should we meet?", "Happy Friday!", "Quick question for you.")
 
@@ -447,7 +442,6 @@ class UnreadFrom(Template):
 received = all_pages(apis.messages.show_messages, access_token=mtoken, sender_email=contact["email"])
 unread = sum(not m["is_read"] for m in received)
 print(len(received), unread)
-apis.supervisor.complete_task(answer=unread)
 '''
 
 
@@ -468,7 +462,7 @@ class RequestMoney(Template):
                 f"of my contacts with the relationship '{p['relationship']}'.")
 
     def outcome(self, q: Query, p: dict[str, Any]) -> Outcome:
-        contacts = q.pages("contacts", "show_contacts", relationship=p["relationship"])
+        contacts = _related_contacts(q, p["relationship"])
         return Outcome(effects=tuple(
             Call.of("payments", "create_payment_request", user_email=c["email"], amount=p["amount"],
                     description=p["description"])
@@ -481,7 +475,6 @@ for contact in related:
     made = apis.payments.create_payment_request(access_token=ptoken, user_email=contact["email"],
                                                 amount={p["amount"]!r}, description={p["description"]!r})
     print(apis.payments.show_payment_request(access_token=ptoken, payment_request_id=made["payment_request_id"]))
-apis.supervisor.complete_task()
 '''
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from unscaffold.benchmarks.appworld_lite.appkit import AppError, Ctx, Param, api, like, page_sql
+from unscaffold.benchmarks.appworld_lite.appkit import AppError, Ctx, Param, api, like
 
 CONTACT = "contact_id, first_name, last_name, email, phone_number, relationship"
 
@@ -13,12 +13,10 @@ CONTACT = "contact_id, first_name, last_name, email, phone_number, relationship"
      "[{contact_id, first_name, last_name, email, phone_number, relationship}]",
      Param("query", "string", "Part of a name (first, last or full) or an email."),
      Param("relationship", "string", "e.g. friend, coworker, family, neighbor, roommate."), paged=True)
-def show_contacts(ctx: Ctx, query: str | None, relationship: str | None, page_index: int, page_limit: int
-                  ) -> list[dict[str, Any]]:
+def show_contacts(ctx: Ctx, query: str | None, relationship: str | None) -> list[dict[str, Any]]:
     sql = (f"SELECT {CONTACT} FROM contacts WHERE (? IS NULL OR lower(first_name || ' ' || last_name) LIKE ? "
            "OR lower(email) LIKE ?) AND (? IS NULL OR relationship = ?) ORDER BY contact_id")
-    return ctx.rows(sql + page_sql(page_index, page_limit), (query, like(query), like(query), relationship,
-                                                             relationship))
+    return ctx.paged(sql, (query, like(query), like(query), relationship, relationship))
 
 
 @api("contacts", "Show one contact.", "{contact_id, first_name, last_name, email, phone_number, relationship, "

@@ -25,7 +25,7 @@ def _file(ctx: Ctx, file_path: str) -> dict[str, Any]:
 @api("file_system", "List what a directory holds (files and sub-directories), by name.",
      "[{path, name, type}] (type is file or directory)",
      Param("directory_path", "string", "e.g. ~/documents", required=True), paged=True)
-def show_directory(ctx: Ctx, directory_path: str, page_index: int, page_limit: int) -> list[dict[str, Any]]:
+def show_directory(ctx: Ctx, directory_path: str) -> list[dict[str, Any]]:
     base = clean_path(directory_path, "directory_path")
     entries: dict[str, str] = {}
     for (path,) in ctx.conn.execute("SELECT path FROM files WHERE path LIKE ?", (base + "/%",)):
@@ -34,8 +34,7 @@ def show_directory(ctx: Ctx, directory_path: str, page_index: int, page_limit: i
         entries[name] = "directory" if deeper else entries.get(name, "file")
     if not entries and base != "~":
         raise AppError(404, f"No directory {base!r}.")
-    names = sorted(entries)[page_index * page_limit:(page_index + 1) * page_limit]
-    return [{"path": f"{base}/{n}", "name": n, "type": entries[n]} for n in names]
+    return [{"path": f"{base}/{n}", "name": n, "type": entries[n]} for n in ctx.page_of(sorted(entries))]
 
 
 @api("file_system", "Show a file with its content.", "{file_path, content, created_at, updated_at}",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from unscaffold.benchmarks.appworld_lite.appkit import AppError, Ctx, Param, api, like, page_sql
+from unscaffold.benchmarks.appworld_lite.appkit import AppError, Ctx, Param, api, like
 
 MESSAGE = "message_id, sender_email, receiver_email, text, sent_at, is_read"
 
@@ -18,12 +18,12 @@ def _message_row(row: dict[str, Any]) -> dict[str, Any]:
      Param("sender_email", "string", "Only messages from this email."),
      Param("receiver_email", "string", "Only messages to this email."),
      Param("query", "string", "Only messages whose text contains this."), paged=True)
-def show_messages(ctx: Ctx, sender_email: str | None, receiver_email: str | None, query: str | None,
-                  page_index: int, page_limit: int) -> list[dict[str, Any]]:
+def show_messages(ctx: Ctx, sender_email: str | None, receiver_email: str | None, query: str | None
+                  ) -> list[dict[str, Any]]:
     sql = (f"SELECT {MESSAGE} FROM messages WHERE (? IS NULL OR sender_email = ?) AND (? IS NULL OR "
            "receiver_email = ?) AND (? IS NULL OR lower(text) LIKE ?) ORDER BY sent_at DESC, message_id DESC")
     args = (sender_email, sender_email, receiver_email, receiver_email, query, like(query))
-    return [_message_row(r) for r in ctx.rows(sql + page_sql(page_index, page_limit), args)]
+    return [_message_row(r) for r in ctx.paged(sql, args)]
 
 
 @api("messages", "Show one message.", "{message_id, sender_email, receiver_email, text, sent_at, is_read}",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from unscaffold.benchmarks.appworld_lite.appkit import AppError, Ctx, Param, api, like, page_sql
+from unscaffold.benchmarks.appworld_lite.appkit import AppError, Ctx, Param, api, like
 
 SONG = "song_id, title, artist, genre, duration"
 
@@ -12,11 +12,10 @@ SONG = "song_id, title, artist, genre, duration"
 @api("music", "Search the song catalogue.", "[{song_id, title, artist, genre, duration}] (duration in seconds)",
      Param("query", "string", "Part of a title."), Param("artist", "string", "Exact artist name."),
      Param("genre", "string", "Exact genre."), paged=True)
-def search_songs(ctx: Ctx, query: str | None, artist: str | None, genre: str | None, page_index: int,
-                 page_limit: int) -> list[dict[str, Any]]:
+def search_songs(ctx: Ctx, query: str | None, artist: str | None, genre: str | None) -> list[dict[str, Any]]:
     sql = (f"SELECT {SONG} FROM songs WHERE (? IS NULL OR lower(title) LIKE ?) AND (? IS NULL OR artist = ?) "
            "AND (? IS NULL OR genre = ?) ORDER BY song_id")
-    return ctx.rows(sql + page_sql(page_index, page_limit), (query, like(query), artist, artist, genre, genre))
+    return ctx.paged(sql, (query, like(query), artist, artist, genre, genre))
 
 
 @api("music", "Show one song.", "{song_id, title, artist, genre, duration} (duration in seconds)",
@@ -27,17 +26,17 @@ def show_song(ctx: Ctx, song_id: int) -> dict[str, Any]:
 
 @api("music", "List the songs in the supervisor's library, most recently added first.",
      "[{song_id, title, artist, genre, duration, added_at}]", paged=True)
-def show_song_library(ctx: Ctx, page_index: int, page_limit: int) -> list[dict[str, Any]]:
+def show_song_library(ctx: Ctx) -> list[dict[str, Any]]:
     sql = ("SELECT s.song_id, s.title, s.artist, s.genre, s.duration, l.added_at FROM library l JOIN songs s "
            "ON s.song_id = l.song_id ORDER BY l.added_at DESC, s.song_id DESC")
-    return ctx.rows(sql + page_sql(page_index, page_limit))
+    return ctx.paged(sql)
 
 
 @api("music", "List the supervisor's playlists.", "[{playlist_id, title, song_count, created_at}]", paged=True)
-def show_playlists(ctx: Ctx, page_index: int, page_limit: int) -> list[dict[str, Any]]:
+def show_playlists(ctx: Ctx) -> list[dict[str, Any]]:
     sql = ("SELECT p.playlist_id, p.title, (SELECT count(*) FROM playlist_songs x WHERE x.playlist_id = "
            "p.playlist_id) AS song_count, p.created_at FROM playlists p ORDER BY p.playlist_id")
-    return ctx.rows(sql + page_sql(page_index, page_limit))
+    return ctx.paged(sql)
 
 
 @api("music", "Show one playlist with all of its songs.",

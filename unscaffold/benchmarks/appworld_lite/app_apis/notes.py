@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from unscaffold.benchmarks.appworld_lite.appkit import AppError, Ctx, Param, api, like, page_sql
+from unscaffold.benchmarks.appworld_lite.appkit import AppError, Ctx, Param, api, like
 
 
 def _tags(text: str) -> list[str]:
@@ -26,12 +26,11 @@ def _tag_text(tags: Any) -> str:
 @api("notes", "List notes, most recently updated first (without their content).",
      "[{note_id, title, tags, updated_at}]",
      Param("query", "string", "Part of a title."), Param("tag", "string", "Only notes with this tag."), paged=True)
-def show_notes(ctx: Ctx, query: str | None, tag: str | None, page_index: int, page_limit: int
-               ) -> list[dict[str, Any]]:
+def show_notes(ctx: Ctx, query: str | None, tag: str | None) -> list[dict[str, Any]]:
     sql = ("SELECT note_id, title, tags, updated_at FROM notes WHERE (? IS NULL OR lower(title) LIKE ?) AND "
            "(? IS NULL OR ',' || tags || ',' LIKE ?) ORDER BY updated_at DESC, note_id DESC")
     args = (query, like(query), tag, f"%,{(tag or '').lower()},%")
-    return [_note_row(r) for r in ctx.rows(sql + page_sql(page_index, page_limit), args)]
+    return [_note_row(r) for r in ctx.paged(sql, args)]
 
 
 @api("notes", "Show one note with its content.", "{note_id, title, content, tags, created_at, updated_at}",

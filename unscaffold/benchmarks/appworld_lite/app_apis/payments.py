@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from unscaffold.benchmarks.appworld_lite.appkit import AppError, Ctx, Param, api, cents, dollars, page_sql
+from unscaffold.benchmarks.appworld_lite.appkit import AppError, Ctx, Param, api, cents, dollars
 
 TRANSACTION = "transaction_id, sender_email, receiver_email, amount_cents, description, created_at"
 REQUEST = ("payment_request_id, sender_email, receiver_email, amount_cents, description, status, created_at, "
            "updated_at")
+LISTED = {"transactions": (TRANSACTION, "transaction_id"), "payment_requests": (REQUEST, "payment_request_id")}
 
 
 def _money_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -17,13 +18,19 @@ def _money_row(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _direction(direction: str | None, sides: dict[str, str]) -> str:
-    """The WHERE test of a direction filter (its one parameter is the supervisor's email); 422 for another."""
+def _money_page(ctx: Ctx, table: str, direction: str | None, sides: dict[str, str], test: str,
+                args: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """A page of transfers or requests, newest first, in dollars: those with the supervisor on the `direction`
+    side (any side when omitted; 422 for another direction) that pass `test` (its parameters `args`)."""
     if direction is None:
-        return "? IS NOT NULL"
-    if direction not in sides:
+        mine = "? IS NOT NULL"
+    elif direction in sides:
+        mine = f"{sides[direction]} = ?"
+    else:
         raise AppError(422, "direction must be " + " or ".join(f"'{d}'" for d in sides) + ".")
-    return f"{sides[direction]} = ?"
+    columns, key = LISTED[table]
+    sql = f"SELECT {columns} FROM {table} WHERE {mine} AND {test} ORDER BY created_at DESC, {key} DESC"
+    return [_money_row(r) for r in ctx.paged(sql, (ctx.me, *args))]
 
 
 def _pay(ctx: Ctx, receiver_email: str, amount_cents: int, description: str) -> int:
@@ -44,13 +51,9 @@ def show_balance(ctx: Ctx) -> dict[str, Any]:
      "[{transaction_id, sender_email, receiver_email, amount, description, created_at}]",
      Param("direction", "string", "sent or received; both when omitted."),
      Param("user_email", "string", "Only transfers with this person."), paged=True)
-def show_transactions(ctx: Ctx, direction: str | None, user_email: str | None, page_index: int, page_limit: int
-                      ) -> list[dict[str, Any]]:
-    where = _direction(direction, {"sent": "sender_email", "received": "receiver_email"})
-    sql = (f"SELECT {TRANSACTION} FROM transactions WHERE {where} AND (? IS NULL OR sender_email = ? OR "
-           "receiver_email = ?) ORDER BY created_at DESC, transaction_id DESC")
-    rows = ctx.rows(sql + page_sql(page_index, page_limit), (ctx.me, user_email, user_email, user_email))
-    return [_money_row(r) for r in rows]
+def show_transactions(ctx: Ctx, direction: str | None, user_email: str | None) -> list[dict[str, Any]]:
+    return _money_page(ctx, "transactions", direction, {"sent": "sender_email", "received": "receiver_email"},
+                       "(? IS NULL OR sender_email = ? OR receiver_email = ?)", (user_email, user_email, user_email))
 
 
 @api("payments", "Show one money transfer.",
@@ -74,12 +77,9 @@ def send_money(ctx: Ctx, receiver_email: str, amount: float, description: str) -
      "[{payment_request_id, sender_email, receiver_email, amount, description, status, created_at, updated_at}]",
      Param("status", "string", "pending, approved or denied."),
      Param("direction", "string", "incoming or outgoing; both when omitted."), paged=True)
-def show_payment_requests(ctx: Ctx, status: str | None, direction: str | None, page_index: int, page_limit: int
-                          ) -> list[dict[str, Any]]:
-    where = _direction(direction, {"incoming": "receiver_email", "outgoing": "sender_email"})
-    sql = (f"SELECT {REQUEST} FROM payment_requests WHERE {where} AND (? IS NULL OR status = ?) "
-           "ORDER BY created_at DESC, payment_request_id DESC")
-    return [_money_row(r) for r in ctx.rows(sql + page_sql(page_index, page_limit), (ctx.me, status, status))]
+def show_payment_requests(ctx: Ctx, status: str | None, direction: str | None) -> list[dict[str, Any]]:
+    return _money_page(ctx, "payment_requests", direction, {"incoming": "receiver_email", "outgoing": "sender_email"},
+                       "(? IS NULL OR status = ?)", (status, status))
 
 
 @api("payments", "Show one payment request.",
