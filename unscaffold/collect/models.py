@@ -11,6 +11,7 @@ from pydantic import (
     Field,
     SerializerFunctionWrapHandler,
     ValidationError,
+    ValidatorFunctionWrapHandler,
     model_serializer,
     model_validator,
 )
@@ -108,6 +109,11 @@ class RunConfig(BaseModel):
             return {k: raw.get(k) for k in (*cls.IDENTITY, "max_turns")}
 
 
+# ReviewCounts' field names -> the keys result.json gives them
+_REVIEW_KEYS = {name: f.alias or name for name, f in ReviewCounts.model_fields.items()}
+_REVIEW_FILE_KEYS = frozenset(_REVIEW_KEYS.values())
+
+
 class TrialResult(BaseModel):
     trial_id: str
     task_id: str
@@ -130,22 +136,27 @@ class TrialResult(BaseModel):
     started_at: str
     ended_at: str
 
-    @model_validator(mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _gather_review(cls, data: Any) -> Any:
-        """result.json keeps the review counts flat, beside the trial's own fields."""
+    def _gather_review(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        """result.json keeps the review counts flat, beside the trial's own fields; a bad one is named as
+        the file names it (`reviewer_calls`, not `review.reviewer_calls`)."""
         if not isinstance(data, dict) or "review" in data:
-            return data
-        keys = {f.alias for f in ReviewCounts.model_fields.values()}
-        return {**{k: v for k, v in data.items() if k not in keys},
-                "review": {k: v for k, v in data.items() if k in keys}}
+            return handler(data)
+        try:
+            return handler({**{k: v for k, v in data.items() if k not in _REVIEW_FILE_KEYS},
+                            "review": {k: v for k, v in data.items() if k in _REVIEW_FILE_KEYS}})
+        except ValidationError as e:
+            errors = [{**err, "loc": err["loc"][1:] if err["loc"][:1] == ("review",) else err["loc"]}
+                      for err in e.errors()]
+            raise ValidationError.from_exception_data(e.title, errors) from None
 
     @model_serializer(mode="wrap")
     def _flatten_review(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, value in handler(self).items():
-            if key == "review":
-                out.update({ReviewCounts.model_fields[k].alias or k: v for k, v in value.items()})
+            if key == "review":  # its keys are field names, or already the aliases when dumped by alias
+                out.update({_REVIEW_KEYS.get(k, k): v for k, v in value.items()})
             else:
                 out[key] = value
         return out
