@@ -64,7 +64,7 @@ class CallEvent(_Event):
     kind: Literal["call"] = "call"
     name: str = Field(description="e.g. rdkit.Chem.MolFromSmiles, openpyxl.load_workbook, appworld.spotify.show_song")
     args: list[Any] = Field(default_factory=list, description="positional values, each JSON-safe and cut")
-    kwargs: dict[str, Any] = Field(default_factory=dict)
+    keywords: dict[str, Any] = Field(default_factory=dict, description="keyword values, each JSON-safe and cut")
     ok: bool = Field(description="returned without raising")
     result: Any = Field(None, description="a JSON-safe summary of the return value (None for a None return)")
     error: str | None = Field(None, description="`ExcType: message` when it raised")
