@@ -33,6 +33,7 @@ from unscaffold.errors import UnscaffoldError
 from unscaffold.evolve.config import EvolveConfig
 from unscaffold.minimal_harness.sandbox.base import sandbox_kind
 from unscaffold.outcomes import ERROR_OUTCOMES
+from unscaffold.reproduce.command import ReproduceConfig
 from unscaffold.rescue.cli import print_routed_run, rescue_app
 from unscaffold.sft.cli import register as _register_sft
 from unscaffold.terminal_text import inert
@@ -474,6 +475,21 @@ def demo_command(config: DemoConfig, values: dict[str, Any]) -> None:
 app.command("demo")(command_from_model(DemoConfig, "demo", [
     switch("no_preflight", "--no-preflight", NO_PREFLIGHT_HELP),
 ], demo_command))
+
+
+# ---- a published table as one resumable plan ----------------------------------------------------------
+
+
+def reproduce_command(config: ReproduceConfig, values: dict[str, Any]) -> None:
+    """A published table as one resumable plan: every stage's command, skipped when finished and unchanged,
+    and the table with each cell labelled measured or published."""
+    from unscaffold.reproduce.command import reproduce
+
+    or_fail(lambda: reproduce(config, Console()))
+
+
+app.command("reproduce")(command_from_model(ReproduceConfig, "reproduce", [
+    setting_argument(ReproduceConfig, "recipe", str)], reproduce_command))
 
 
 def main() -> None:

@@ -1,0 +1,176 @@
+"""`unscaffold reproduce`: plans, resumption and the table's labels."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from unscaffold.cli import app
+from unscaffold.errors import InputError, UnscaffoldError
+from unscaffold.reproduce import published
+from unscaffold.reproduce.command import ReproduceConfig, prepare
+from unscaffold.reproduce.execute import StageFailed, execute
+from unscaffold.reproduce.plan import Plan, Stage, load_plan, plan_toml, write_plan
+from unscaffold.reproduce.recipes import Models, build_plan
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _plan(**changes: object) -> Plan:
+    stages = [Stage(name="a", argv=["x", "{dir}/a"], out="a"),
+              Stage(name="b", argv=["y", "{dir}/a", "{dir}/b"], out="b", after=["a"]),
+              Stage(name="c", argv=["z"], out="c.json", stdout=True)]
+    data = {"recipe": "harness-zero", "suite": "retrosynthesis", "scale": "mini", "model": "tiny-wide",
+            "train": ["t1", "t2"], "test": ["t3"], "stages": stages, **changes}
+    return Plan.model_validate(data)
+
+
+class Recorder:
+    """A stand-in for the child process: writes the stage's output and remembers what ran."""
+
+    def __init__(self, fail: str | None = None) -> None:
+        self.ran: list[str] = []
+        self.fail = fail
+
+    def __call__(self, stage: Stage, folder: Path) -> int:
+        self.ran.append(stage.name)
+        if stage.name == self.fail:
+            (folder / stage.out).mkdir(parents=True, exist_ok=True)  # a partial output
+            return 2
+        out = folder / stage.out
+        if stage.stdout:
+            out.write_text("{}")
+        else:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "done").write_text(" ".join(stage.command(folder)))
+        return 0
+
+
+def _quiet() -> Console:
+    return Console(file=open("/dev/null", "w"))
+
+
+def test_the_plan_file_round_trips_and_names_every_stage(tmp_path: Path) -> None:
+    plan = build_plan("harness-zero", "retrosynthesis", "mini", Models(), 1)
+    write_plan(plan, tmp_path / "plan.toml")
+    assert load_plan(tmp_path / "plan.toml") == plan
+    assert [s.name for s in plan.stages] == ["compile-k", "base-h", "base-hstar", "collect-b5", "build-sft-b5",
+                                             "train-sft-b5", "tuned-b5", "behaviors"]
+    assert plan.estimate().model_dump() == {"rollouts": 26, "reviewer_calls": 40, "training_steps": 400}
+    hs = build_plan("harness-s", "retrosynthesis", "mini", Models(), 1)
+    assert [s.name for s in hs.stages] == ["base-h", "rescue-none", "eval-none", "rescue-same", "eval-same",
+                                           "rescue-random", "eval-random", "routed"]
+    assert hs.model == plan.model and hs.test == plan.test and hs.train == plan.train
+
+
+def test_the_paper_scale_collects_at_the_three_published_budgets() -> None:
+    plan = build_plan("harness-zero", "retrosynthesis", "paper", Models(model="Qwen/Qwen3-8B",
+                                                                         reviewer="anthropic:claude"), 1)
+    collects = [s for s in plan.stages if s.name.startswith("collect-")]
+    assert [s.argv[s.argv.index("--budget") + 1] for s in collects] == ["5", "3", "1"]
+    assert plan.stage("behaviors").argv[plan.stage("behaviors").argv.index("--min-eligible") + 1] == "10"
+
+
+def test_a_plan_with_a_task_in_train_and_test_is_refused(tmp_path: Path) -> None:
+    bad = plan_toml(_plan()).replace('test = ["t3"]', 'test = ["t2", "t3"]')
+    (tmp_path / "plan.toml").write_text(bad)
+    with pytest.raises(InputError) as err:
+        load_plan(tmp_path / "plan.toml")
+    assert str(err.value) == (f"{tmp_path / 'plan.toml'}: Value error, task 't2' is in both train and test "
+                              "(1 shared)")
+
+
+def test_a_finished_stage_is_skipped_a_changed_one_reruns_with_what_reads_it(tmp_path: Path) -> None:
+    plan = _plan()
+    first = Recorder()
+    execute(plan, tmp_path, console=_quiet(), run=first)
+    assert first.ran == ["a", "b", "c"]
+    again = Recorder()
+    runs = execute(plan, tmp_path, console=_quiet(), run=again)
+    assert again.ran == [] and [r.status for r in runs] == ["skipped"] * 3
+    edited = plan.model_copy(update={"stages": [plan.stages[0].model_copy(update={"argv": ["x2", "{dir}/a"]}),
+                                                *plan.stages[1:]]})
+    third = Recorder()
+    execute(edited, tmp_path, console=_quiet(), run=third)
+    assert third.ran == ["a", "b"]  # c reads nothing of a
+    forced = Recorder()
+    execute(edited, tmp_path, start="b", console=_quiet(), run=forced)
+    assert forced.ran == ["b", "c"]
+
+
+def test_a_failed_stage_keeps_the_finished_ones_and_restarts_clean(tmp_path: Path) -> None:
+    plan = _plan()
+    with pytest.raises(StageFailed) as err:
+        execute(plan, tmp_path, console=_quiet(), run=Recorder(fail="b"))
+    assert str(err.value) == f"stage b: `unscaffold y {tmp_path}/a {tmp_path}/b` failed with exit code 2"
+    assert err.value.exit_code == 2
+    retry = Recorder()
+    execute(plan, tmp_path, console=_quiet(), run=retry)
+    assert retry.ran == ["b", "c"]
+    assert (tmp_path / "b" / "done").read_text() == f"y {tmp_path}/a {tmp_path}/b"
+
+
+def test_a_run_stage_resumes_into_its_unfinished_output(tmp_path: Path) -> None:
+    plan = _plan(stages=[Stage(name="a", argv=["run"], out="a", resumes=True)])
+    (tmp_path / "a" / "trials" / "t1").mkdir(parents=True)  # a trial that finished before a kill
+    execute(plan, tmp_path, console=_quiet(), run=Recorder())
+    assert (tmp_path / "a" / "trials" / "t1").is_dir()
+
+
+def test_from_names_a_stage_of_the_plan(tmp_path: Path) -> None:
+    with pytest.raises(UnscaffoldError) as err:
+        execute(_plan(), tmp_path, start="nope", console=_quiet(), run=Recorder())
+    assert str(err.value) == "--from: no stage 'nope' in the plan (stages: a, b, c)"
+
+
+def test_two_recipes_of_one_folder_share_base_model_and_split(tmp_path: Path) -> None:
+    prepare(ReproduceConfig(recipe="harness-zero", suite="retrosynthesis", out=tmp_path))
+    other = build_plan("harness-s", "retrosynthesis", "mini", Models(), 1).model_copy(update={"model": "tiny"})
+    write_plan(other, tmp_path / "elsewhere.toml")
+    with pytest.raises(UnscaffoldError) as err:
+        prepare(ReproduceConfig(recipe="harness-s", suite="retrosynthesis", out=tmp_path,
+                                plan=tmp_path / "elsewhere.toml"))
+    assert str(err.value) == (f"{tmp_path}/harness-zero/plan.toml: base model 'tiny-wide' differs from harness-s's "
+                              "'tiny'; both recipes must train one base model")
+    swapped = other.model_copy(update={"model": "tiny-wide", "train": other.test, "test": other.train})
+    write_plan(swapped, tmp_path / "swapped.toml")
+    with pytest.raises(UnscaffoldError) as err:
+        prepare(ReproduceConfig(recipe="harness-s", suite="retrosynthesis", out=tmp_path,
+                                plan=tmp_path / "swapped.toml"))
+    assert str(err.value).startswith(f"{tmp_path}/harness-zero/plan.toml: task 'rxn-00")
+    assert "is a train task of one recipe and a test task of the other" in str(err.value)
+    assert not (tmp_path / "harness-s").exists()
+
+
+def test_the_cli_refuses_an_unknown_recipe_and_a_changed_setting_in_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["reproduce", "harness-x", "--suite", "retrosynthesis", "--out", str(tmp_path)])
+    assert (result.exit_code, result.output) == (2, "error: RECIPE: unknown recipe 'harness-x'; expected "
+                                                    "harness-zero or harness-s\n")
+    ok = CliRunner().invoke(app, ["reproduce", "harness-zero", "--suite", "retrosynthesis", "--out", str(tmp_path),
+                                  "--dry-run"])
+    assert ok.exit_code == 0 and "collect-b5: unscaffold run retrosynthesis" in ok.output
+    result = CliRunner().invoke(app, ["reproduce", "harness-zero", "--suite", "retrosynthesis", "--out",
+                                      str(tmp_path), "--eval-trials", "3", "--dry-run"])
+    assert (result.exit_code, result.output) == (2, f"error: {tmp_path}/harness-zero/plan.toml: eval_trials 1 "
+                                                    "differs from the flags' 3; pass another --out, or --plan with "
+                                                    "an edited copy\n")
+
+
+def test_every_published_figure_is_the_one_docs_recipes_states() -> None:
+    text = (ROOT / "docs" / "recipes.md").read_text()
+    figures = [v for row in published.HARNESS_ZERO.values() for v in row.values()]
+    figures += [published.RECOVERY_POOLED_MEAN, *published.HARNESS_S_AVG3.values(),
+                *published.HARNESS_S_EFFECTIVE.values(), *(v for v in published.HARNESS_S_EXTRA_ROLLOUTS.values() if v)]
+    numbers = set(re.findall(r"\d+\.\d+", text))
+    assert [f for f in figures if f"{f:.2f}".rstrip("0").rstrip(".") not in {n.rstrip("0").rstrip(".") for n in
+                                                                             numbers}] == []
+
+
+def test_published_harness_s_figures_show_only_beside_appworld() -> None:
+    assert published.harness_s_cell(published.HARNESS_S_AVG3, "GRPO", "retrosynthesis") is None
+    cell = published.harness_s_cell(published.HARNESS_S_AVG3, "GRPO", "appworld_lite")
+    assert cell is not None and cell.value == 48.98 and cell.source == published.HS_SOURCE

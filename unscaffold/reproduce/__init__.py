@@ -1,0 +1,1 @@
+"""`unscaffold reproduce`: a published table as one resumable plan of `unscaffold` commands."""
