@@ -158,3 +158,16 @@ def test_the_demo_runs_the_whole_pipeline_offline(tmp_path: Path) -> None:
     if CHROMIUM:
         dom = rendered_dom(out / "compare.html", "", tmp_path)
         assert "distilled + h" in dom and "base + h*" in dom and "rescue-trained + h" in dom
+    # rerunning resumes: every step finished with the same command and inputs is skipped, nothing is redone
+    again = subprocess.run([sys.executable, "-m", "unscaffold.cli", "demo", "--out", str(out)], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-2000:]
+    assert " ".join(again.stdout.split()).count("inputs and command unchanged: skipped") == 14
+    # ...and an interrupted SFT step restarts clean instead of refusing its half-written folder
+    state = json.loads((out / "state.json").read_text())
+    del state["stages"]["train-sft"]
+    (out / "state.json").write_text(json.dumps(state))
+    resumed = subprocess.run([sys.executable, "-m", "unscaffold.cli", "demo", "--out", str(out)], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=1200)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-2000:]
+    assert json.loads((out / "adapter" / "summary.json").read_text())["steps"] == 400

@@ -174,3 +174,16 @@ def test_published_harness_s_figures_show_only_beside_appworld() -> None:
     assert published.harness_s_cell(published.HARNESS_S_AVG3, "GRPO", "retrosynthesis") is None
     cell = published.harness_s_cell(published.HARNESS_S_AVG3, "GRPO", "appworld_lite")
     assert cell is not None and cell.value == 48.98 and cell.source == published.HS_SOURCE
+
+
+def test_a_stage_rerun_with_the_same_command_reruns_what_reads_it(tmp_path: Path) -> None:
+    from unscaffold.reproduce.state import State
+
+    plan = _plan()
+    execute(plan, tmp_path, console=_quiet(), run=Recorder())
+    state = State.load(tmp_path)
+    del state.stages["a"]  # as after a kill while `a` was rerunning
+    state.save(tmp_path)
+    again = Recorder()
+    execute(plan, tmp_path, console=_quiet(), run=again)
+    assert again.ran == ["a", "b"]

@@ -10,15 +10,11 @@ minimal-harness student writes its answer raw and finishes unchecked, the h* stu
 tools), the shipped recorded reviewer (examples/replay/demo_reviewer.json: short RDKit checks of
 answer.txt, checked like an LLM's submissions) and the built-in tiny model, trained with settings that
 suit its size (TINY_SFT); every flag takes a real model spec, so the same command produces real figures.
-Re-running resumes: finished runs are kept."""
+Re-running resumes: a finished step whose command and inputs are unchanged is skipped."""
 
 from __future__ import annotations
 
 import json
-import shlex
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Annotated
 
@@ -27,8 +23,9 @@ from rich.console import Console
 from rich.table import Table
 
 from unscaffold.collect.models import DEFAULT_REPLACE_BUDGET
-from unscaffold.errors import UnscaffoldError
 from unscaffold.flags import comma_list_kept_empty, flag
+from unscaffold.reproduce.execute import StageFailed, StageRun, execute
+from unscaffold.reproduce.plan import DIR, Plan, Stage
 
 ROOT = Path(__file__).resolve().parent.parent
 REPLAYS = ROOT / "examples" / "replay"
@@ -106,98 +103,97 @@ def demo_tasks(config: DemoConfig) -> tuple[list[str], list[str]]:
     return train, test
 
 
-class StepFailed(UnscaffoldError):
-    """A step's command failed: the demo stops with its status (1: a run made no progress, else 2)."""
-
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.exit_code = 1 if status == 1 else 2
-
-
-class Step(BaseModel):
-    name: str
-    argv: list[str]
-    seconds: float = 0.0
-    ok: bool = False
+def _stage(name: str, about: str, *args: str, out: str, after: tuple[str, ...] = (), resumes: bool = False,
+           stdout: bool = False, reads: tuple[str, ...] = ()) -> Stage:
+    """One demo step: the command a user would type, with `out` relative to the demo folder."""
+    return Stage(name=name, about=about, argv=list(args), out=out, after=list(after), resumes=resumes,
+                 stdout=stdout, reads=list(reads))
 
 
 class Demo:
+    """The demo is a plan run by `reproduce`'s executor: rerunning it skips every finished step whose command and
+    inputs are unchanged, resumes an interrupted run where it left off, and restarts a step that cannot resume."""
+
     def __init__(self, config: DemoConfig, console: Console | None = None) -> None:
         self.config = config
         self.console = console or Console()
-        self.steps: list[Step] = []
+        self.steps: list[StageRun] = []
 
-    def cli(self, name: str, *args: str, stdout_to: Path | None = None) -> Step:
-        """Run one `unscaffold` command as a user would; stop the demo (exit 2) if it fails. `stdout_to`
-        keeps what it prints (its `--json`) in a file, as `> FILE` would."""
-        argv = ["unscaffold", *args]
-        self.console.rule(f"[bold]{len(self.steps) + 1}. {name}")
-        shown = " ".join(shlex.quote(a) for a in argv) + (f" > {shlex.quote(str(stdout_to))}" if stdout_to else "")
-        self.console.print(shown, style="cyan", highlight=False)
-        t0 = time.monotonic()
-        command = [sys.executable, "-m", "unscaffold.cli", *args]
-        if stdout_to is None:
-            done = subprocess.run(command)
-        else:
-            with open(stdout_to, "w", encoding="utf-8") as sink:
-                done = subprocess.run(command, stdout=sink)
-        step = Step(name=name, argv=argv, seconds=round(time.monotonic() - t0, 1), ok=done.returncode == 0)
-        self.steps.append(step)
-        if not step.ok:
-            raise StepFailed(f"demo: {name}: `{' '.join(argv)}` failed with exit code {done.returncode}",
-                             done.returncode)
-        return step
+    def plan(self) -> Plan:
+        c = self.config
+        train, test = demo_tasks(c)
+        d = DIR
+        bank = Path(__file__).resolve().parent / "benchmarks" / SUITE / "hstar"
+        common = ["--concurrency", str(c.concurrency)]
+        tiny = c.model == TINY
+        limit, turns = TINY_EVAL if tiny else ("", [])
+        steps = ["--max-steps", str(c.sft_steps)] if c.sft_steps else []
+        tuned = f"hf:{c.model}+{d}/adapter{limit}"  # a built-in name is the same model here as in train-sft
+        taught = ["--taught", f"{d}/sft.jsonl"]
+        stages = [
+            _stage("compile-k", "compile the h* bank into the reviewer's reference K", "compile-k", str(bank),
+                   "--out", f"{d}/K", "--suite", SUITE, out="K", reads=(str(bank),)),
+            _stage("base-h", "evaluate the base student under the minimal harness h", "run", SUITE, "--student",
+                   c.student, *_select(test, "test"), *common, "--out", f"{d}/base_h", out="base_h", resumes=True),
+            _stage("base-hstar", "evaluate the base student under the optimized harness h*", "run", SUITE,
+                   "--harness", "hstar", "--student", c.hstar_student, *_select(test, "test"), *common, "--out",
+                   f"{d}/base_hstar", out="base_hstar", resumes=True),
+            _stage("collect", "collect: the reviewer reads every proposal before it runs (PASS or REPLACE)", "run",
+                   SUITE, "--student", c.student, "--reviewer", c.reviewer, "--knowledge", f"{d}/K", "--budget",
+                   str(c.budget), *_select(train, "train"), *common, "--out", f"{d}/collect", out="collect",
+                   after=("compile-k",), resumes=True),
+            _stage("build-sft", "build the SFT data set (filter, audit, leak scrub, reasoning masks)", "build-sft",
+                   f"{d}/collect", "--out", f"{d}/sft.jsonl", out="sft.jsonl", after=("collect",)),
+            _stage("train-sft", "LoRA SFT of the student on the accepted steps", "train-sft", f"{d}/sft.jsonl",
+                   "--model", c.model, *steps, *(TINY_SFT_ARGS if tiny else []), "--out", f"{d}/adapter",
+                   out="adapter", after=("build-sft",)),
+            _stage("tuned", "evaluate the tuned student under h alone (no reviewer, no K, no h*)", "run", SUITE,
+                   "--student", tuned, *_select(test, "test"), *turns, "--out", f"{d}/tuned", out="tuned",
+                   after=("train-sft",), resumes=True),
+            _stage("behaviors", "behaviour recovery: which h* behaviours moved into the weights (and which no row "
+                   "taught)", "behaviors", "--base-h", f"{d}/base_h", "--base-hstar", f"{d}/base_hstar", "--tuned",
+                   f"{d}/tuned", "--min-eligible", "1", *taught, "--out", f"{d}/behaviors.html",
+                   out="behaviors.html", after=("base-h", "base-hstar", "tuned", "build-sft")),
+            _stage("simulate", "rescue RL on paper: the simulator compares plain GRPO with sibling rescue", "rescue",
+                   "simulate", "--json", out="rescue_simulate.json", stdout=True),
+        ]
+        runs = ["base-h", "base-hstar", "tuned"]
+        if c.rescue_steps:
+            rescued = f"hf:{c.model}+{d}/rescue/adapter{limit}"
+            stages += [
+                _stage("rescue", "rescue RL for real: GRPO of the same base model on the same train tasks, all-fail "
+                       "groups re-sampled under the suite's sibling harnesses", "rescue", "train", SUITE, "--model",
+                       c.model, *(["--tasks", ",".join(train)] if train else []), "--max-steps", str(c.rescue_steps),
+                       "--k", "4", "--tasks-per-step", "1", "--steps-per-generation", "1",
+                       "--max-completion-length", "48", "--out", f"{d}/rescue", out="rescue"),
+                _stage("rescue-h", "evaluate the rescue-trained student under h alone, on the same test tasks", "run",
+                       SUITE, "--student", rescued, *_select(test, "test"), *turns, "--out", f"{d}/rescue_h",
+                       out="rescue_h", after=("rescue",), resumes=True),
+                _stage("routed", "rank-1 routing: each test task under the harness the trained router ranks first",
+                       "run", SUITE, "--student", rescued, "--harness", "route:shipped", "--router",
+                       f"{d}/rescue/router.json", *_select(test, "test"), *turns, "--out", f"{d}/routed",
+                       out="routed", after=("rescue",), resumes=True),
+            ]
+            runs += ["rescue-h", "routed"]
+        folders = {s.name: s.out for s in stages}
+        stages += [
+            _stage("compare", "compare the runs side by side", "compare", *(f"{d}/{folders[r]}" for r in runs),
+                   "--min-eligible", "1", *taught, "--json", "--out", f"{d}/compare.html", out="compare.json",
+                   stdout=True, after=(*runs, "build-sft")),
+            _stage("report", "the collection's HTML report (review timelines)", "report", f"{d}/collect",
+                   out="collect/report.html", after=("collect",)),
+        ]
+        return Plan(recipe="demo", suite=SUITE, scale="mini", model=c.model, train=train, test=test, stages=stages)
 
     def run(self) -> Path:
-        c, out = self.config, self.config.out
-        train, test = demo_tasks(c)
-        out.mkdir(parents=True, exist_ok=True)
-        k = out / "K"
-        bank = Path(__file__).resolve().parent / "benchmarks" / SUITE / "hstar"
-        self.cli("compile the h* bank into the reviewer's reference K", "compile-k", str(bank), "--out", str(k),
-                 "--suite", SUITE)
-        common = ["--concurrency", str(c.concurrency)]
-        self.cli("evaluate the base student under the minimal harness h", "run", SUITE, "--student", c.student,
-                 *_select(test, "test"), *common, "--out", str(out / "base_h"))
-        self.cli("evaluate the base student under the optimized harness h*", "run", SUITE, "--harness", "hstar",
-                 "--student", c.hstar_student, *_select(test, "test"), *common, "--out", str(out / "base_hstar"))
-        self.cli("collect: the reviewer reads every proposal before it runs (PASS or REPLACE)", "run", SUITE,
-                 "--student", c.student, "--reviewer", c.reviewer, "--knowledge", str(k), "--budget", str(c.budget),
-                 *_select(train, "train"), *common, "--out", str(out / "collect"))
-        self.cli("build the SFT data set (filter, audit, leak scrub, reasoning masks)", "build-sft",
-                 str(out / "collect"), "--out", str(out / "sft.jsonl"))
-        steps = ["--max-steps", str(c.sft_steps)] if c.sft_steps else []
-        tiny = c.model == TINY
-        self.cli("LoRA SFT of the student on the accepted steps", "train-sft", str(out / "sft.jsonl"), "--model",
-                 c.model, *steps, *(TINY_SFT_ARGS if tiny else []), "--out", str(out / "adapter"))
-        limit, turns = TINY_EVAL if tiny else ("", [])
-        tuned = f"hf:{c.model}+{out / 'adapter'}{limit}"  # a built-in name is the same model here as in train-sft
-        self.cli("evaluate the tuned student under h alone (no reviewer, no K, no h*)", "run", SUITE, "--student",
-                 tuned, *_select(test, "test"), *turns, "--out", str(out / "tuned"))
-        taught = ["--taught", str(out / "sft.jsonl")]
-        self.cli("behaviour recovery: which h* behaviours moved into the weights (and which no row taught)",
-                 "behaviors", "--base-h", str(out / "base_h"), "--base-hstar", str(out / "base_hstar"), "--tuned",
-                 str(out / "tuned"), "--min-eligible", "1", *taught, "--out", str(out / "behaviors.html"))
-        self.cli("rescue RL on paper: the simulator compares plain GRPO with sibling rescue", "rescue", "simulate",
-                 "--json", stdout_to=out / "rescue_simulate.json")
-        runs = [out / "base_h", out / "base_hstar", out / "tuned"]
-        if c.rescue_steps:
-            self.cli("rescue RL for real: GRPO of the same base model on the same train tasks, all-fail groups "
-                     "re-sampled under the suite's sibling harnesses", "rescue", "train", SUITE, "--model", c.model,
-                     *(["--tasks", ",".join(train)] if train else []), "--max-steps", str(c.rescue_steps),
-                     "--k", "4", "--tasks-per-step", "1", "--steps-per-generation", "1",
-                     "--max-completion-length", "48", "--out", str(out / "rescue"))
-            rescued = f"hf:{c.model}+{out / 'rescue' / 'adapter'}{limit}"
-            self.cli("evaluate the rescue-trained student under h alone, on the same test tasks", "run", SUITE,
-                     "--student", rescued, *_select(test, "test"), *turns, "--out", str(out / "rescue_h"))
-            self.cli("rank-1 routing: each test task under the harness the trained router ranks first", "run", SUITE,
-                     "--student", rescued, "--harness", "route:shipped", "--router",
-                     str(out / "rescue" / "router.json"), *_select(test, "test"), *turns, "--out",
-                     str(out / "routed"))
-            runs += [out / "rescue_h", out / "routed"]
-        self.cli("compare the runs side by side", "compare", *map(str, runs), "--min-eligible", "1", *taught,
-                 "--json", "--out", str(out / "compare.html"), stdout_to=out / "compare.json")
-        self.cli("the collection's HTML report (review timelines)", "report", str(out / "collect"))
+        """Run every step not finished earlier with the same command and inputs; a failed step stops the demo
+        (exit 1 when a run made no progress, else 2) and rerunning continues from it."""
+        out = self.config.out
+        try:
+            self.steps = execute(self.plan(), out, console=self.console)
+        except StageFailed as e:
+            self.steps = e.runs
+            raise
         return out
 
     def settings(self) -> None:
@@ -214,7 +210,8 @@ class Demo:
         for name in ("step", "seconds", "ok"):
             table.add_column(name)
         for i, s in enumerate(self.steps, 1):
-            table.add_row(f"{i}. {s.name}", f"{s.seconds:.1f}", "yes" if s.ok else "no")
+            done = {"ran": "yes", "skipped": "finished earlier", "failed": "no", "pending": "not run"}[s.status]
+            table.add_row(f"{i}. {s.about}", f"{s.seconds:.1f}", done)
         self.console.print(table)
 
 

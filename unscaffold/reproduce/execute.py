@@ -20,21 +20,22 @@ from unscaffold.reproduce.plan import Plan, Stage
 from unscaffold.reproduce.state import Finished, State, stage_digest
 
 
-class StageFailed(UnscaffoldError):
-    """A stage's command failed: the plan stops with its status (1: a run made no progress, else 2). Its
-    finished stages stay finished; rerunning continues from this one."""
-
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.exit_code = 1 if status == 1 else 2
-
-
 class StageRun(BaseModel):
     name: str
     about: str
     shown: str
     seconds: float = 0.0
     status: str = "pending"  # ran, skipped, failed
+
+
+class StageFailed(UnscaffoldError):
+    """A stage's command failed: the plan stops with its status (1: a run made no progress, else 2). Its
+    finished stages stay finished; rerunning continues from this one."""
+
+    def __init__(self, message: str, status: int, runs: list[StageRun] | None = None) -> None:
+        super().__init__(message)
+        self.exit_code = 1 if status == 1 else 2
+        self.runs = runs or []  # every stage's status when the plan stopped
 
 
 def _remove(path: Path) -> None:
@@ -106,9 +107,10 @@ def execute(plan: Plan, folder: Path, *, start: str | None = None, console: Cons
             record.seconds = round(time.monotonic() - t0, 1)
             if code != 0:
                 record.status = "failed"
-                raise StageFailed(f"stage {stage.name}: `{stage.shown(folder)}` failed with exit code {code}", code)
+                raise StageFailed(f"stage {stage.name}: `{stage.shown(folder)}` failed with exit code {code}", code,
+                                  runs)
             record.status = "ran"
-            state.stages[stage.name] = Finished(digest=digest, seconds=record.seconds)
+            state.stages[stage.name] = Finished.now(digest, record.seconds)
             state.save(folder)
     finally:
         lock.release()

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from unscaffold.iojson import load_toml_model, write_text_atomic
 
 DIR = "{dir}"  # the plan's folder in a command line, substituted when the stage runs
-Recipe = Literal["harness-zero", "harness-s"]
+Recipe = Literal["harness-zero", "harness-s", "demo"]  # demo: `unscaffold demo`, run by the same executor
 RECIPES: tuple[str, ...] = ("harness-zero", "harness-s")
 Scale = Literal["mini", "paper"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -18,6 +19,12 @@ STATE = "state.json"
 class Finished(BaseModel):
     digest: str
     seconds: float = Field(ge=0)
+    run_id: str = Field("", description="new each time the stage runs: a stage that reads it reruns after it "
+                        "reran, even with the same digest (empty in older states: the digest stands in)")
+
+    @classmethod
+    def now(cls, digest: str, seconds: float) -> Finished:
+        return cls(digest=digest, seconds=seconds, run_id=uuid.uuid4().hex)
 
 
 class State(BaseModel):
@@ -49,9 +56,10 @@ def content_digest(path: Path) -> str:
 
 
 def stage_digest(stage: Stage, state: State, folder: Path) -> str:
-    """Changes when the command, the output, a stage it reads or a file it reads changes; the plan folder's
-    own place does not count, so a moved folder keeps its state."""
-    upstream = {name: state.stages[name].digest if name in state.stages else None for name in stage.after}
+    """Changes when the command, the output or a file it reads changes, or a stage it reads has run again; the
+    plan folder's own place does not count, so a moved folder keeps its state."""
+    upstream = {name: (state.stages[name].run_id or state.stages[name].digest) if name in state.stages else None
+                for name in stage.after}
     reads = {r: content_digest((folder / r) if not Path(r).is_absolute() else Path(r)) for r in stage.reads}
     key = {"argv": stage.argv, "out": stage.out, "stdout": stage.stdout, "after": upstream, "reads": reads}
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
