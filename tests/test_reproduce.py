@@ -187,3 +187,35 @@ def test_a_stage_rerun_with_the_same_command_reruns_what_reads_it(tmp_path: Path
     again = Recorder()
     execute(plan, tmp_path, console=_quiet(), run=again)
     assert again.ran == ["a", "b"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe", ["harness-zero", "harness-s"])
+def test_the_mini_scale_runs_offline_and_a_second_run_skips_every_stage(recipe: str, tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "unscaffold.cli", "reproduce", recipe, "--suite", "retrosynthesis", "--out",
+            str(tmp_path)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    table = json.loads((tmp_path / recipe / "table.json").read_text())
+    rows = {r["label"]: r for r in table["rows"]}
+    if recipe == "harness-zero":
+        assert list(rows) == ["base + h", "base + h*", "distilled + h (budget 5)", "behaviour recovery"]
+        assert (rows["base + h"]["measured"]["value"], rows["base + h*"]["measured"]["value"]) == (50.0, 100.0)
+        assert [rows[r]["published"]["value"] for r in ("base + h", "base + h*", "distilled + h (budget 5)")] == [
+            12.0, 38.0, 30.0]
+        cost = rows["distilled + h (budget 5)"]["cost"]
+        assert (cost["rollouts"], cost["training_steps"]) == (8, 400) and cost["reviewer_calls"] > 0
+    else:
+        assert list(rows) == ["base model + h", "GRPO", "same-harness rescue", "Harness-S (router random)",
+                              "Harness-S + rank-1 routing"]
+        assert all(r["published"] is None for r in rows.values())  # AppWorld figures: not beside retrosynthesis
+        assert rows["GRPO"]["cost"]["training_steps"] == 2
+    assert all(r["measured"] is not None for r in rows.values())
+    again = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0
+    stages = len(json.loads((tmp_path / recipe / "state.json").read_text())["stages"])
+    assert " ".join(again.stdout.split()).count("inputs and command unchanged: skipped") == stages

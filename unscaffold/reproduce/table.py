@@ -102,6 +102,10 @@ def _harness_zero(plan: Plan, folder: Path) -> Table:
                                                 setup="pooled over 28 behaviours of three domains"),
                         note="the published figure pools three domains; one suite's mean is not that figure"))
     notes = []
+    base = plan.stage("base-h").argv
+    student = base[base.index("--student") + 1] if "--student" in base else ""
+    if not student.startswith(f"hf:{plan.model}"):
+        notes.append(f"the base rows are the student {student}, not the base model {plan.model} itself")
     if plan.scale == "mini":
         notes.append("mini scale: recorded students and reviewer and the built-in tiny model (2 layers); the "
                      "measured figures show the pipeline at work, not the published effect")
