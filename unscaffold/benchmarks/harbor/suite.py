@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import shlex
-import shutil
 from pathlib import Path
 
 from unscaffold.benchmarks.base import Score, Suite, Task
 from unscaffold.benchmarks.harbor.dockerfile import LocalPlan, apply_copies, host_like, local_plan
 from unscaffold.benchmarks.harbor.reward import read_reward
-from unscaffold.benchmarks.harbor.task_folder import HarborTask, find_tasks
-from unscaffold.errors import InputError
+from unscaffold.benchmarks.harbor.task_folder import HarborTask, find_tasks, refusal
+from unscaffold.errors import EnvironmentBroken, InputError
 from unscaffold.iojson import write_text_atomic
 from unscaffold.minimal_harness.sandbox.base import Mount, Sandbox, SandboxConfig, SandboxKind
 from unscaffold.minimal_harness.trajectory import Trajectory
+from unscaffold.nofollow import RefusedPath, copy_in
 from unscaffold.outcomes import Outcome
 from unscaffold.untrusted import clear_folder
 
@@ -82,10 +82,13 @@ class HarborSuite(Suite):
         workspace = trial_dir / "workspace"
         workspace.mkdir(parents=True, exist_ok=True)
         plan = self.local_plan(task)
-        if kind == "local":
-            apply_copies(plan, workspace)
-        if ht.seed_dir:
-            shutil.copytree(ht.seed_dir, workspace, dirs_exist_ok=True)
+        try:  # the folder was checked for links when read; a link made since is refused here
+            if kind == "local":
+                apply_copies(plan, workspace)
+            if ht.seed_dir:
+                copy_in(ht.root, "environment/workspace", workspace, ".")
+        except RefusedPath as e:
+            raise EnvironmentBroken(str(refusal(e))) from None
         (trial_dir / "logs" / "verifier").mkdir(parents=True, exist_ok=True)
         (trial_dir / "logs" / "agent").mkdir(parents=True, exist_ok=True)
         (trial_dir / TESTS).mkdir(exist_ok=True)
@@ -135,7 +138,11 @@ class HarborSuite(Suite):
         except OSError as e:
             return Score(reward=0.0, reason=f"could not reset /tests or /logs/verifier before the verifier: "
                          f"{e.strerror}", outcome=Outcome.VERIFIER_ERROR)
-        shutil.copytree(ht.tests_dir, trial_dir / TESTS, dirs_exist_ok=True, symlinks=True)
+        try:
+            copy_in(ht.root, "tests", trial_dir, TESTS)
+        except RefusedPath as e:
+            return Score(reward=0.0, reason=f"could not copy the task's tests: {refusal(e)}",
+                         outcome=Outcome.VERIFIER_ERROR)
         sandbox.hand_over_writable()
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in ht.config.verifier.env.items())
         command = f"env {env} {VERIFIER_COMMAND}" if env else VERIFIER_COMMAND

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from unscaffold.benchmarks.harbor.dockerfile import final_workdir, instructions
 from unscaffold.errors import InputError
 from unscaffold.iojson import validation_error
+from unscaffold.nofollow import RefusedPath, check_tree
 
 DEFAULT_WORKDIR = "/app"
 
@@ -77,8 +78,23 @@ def dockerfile_workdir(dockerfile: Path) -> str | None:
     return final_workdir(instructions(dockerfile.read_text(encoding="utf-8", errors="replace")))
 
 
+def refuse_links(root: Path) -> None:
+    """A task folder is untrusted input read as root: a link in it (to a root-only file, to `/`, to a host
+    folder a COPY would write into) or a special file is refused before anything is read from it."""
+    try:
+        check_tree(root)
+    except RefusedPath as e:
+        raise refusal(e) from None
+
+
+def refusal(e: RefusedPath) -> InputError:
+    """A path of a task folder that was not read, as one line naming it."""
+    return InputError(str(e.path), None, "a symbolic link: a task folder may hold no links" if e.link else e.problem)
+
+
 def read_task(root: Path) -> HarborTask:
     root = Path(root)
+    refuse_links(root)
     toml_path = root / "task.toml"
     try:
         raw = tomllib.loads(toml_path.read_text(encoding="utf-8"))
