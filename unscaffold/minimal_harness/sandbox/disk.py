@@ -30,11 +30,12 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from unscaffold.minimal_harness.sandbox import owner
 from unscaffold.minimal_harness.sandbox.base import SandboxConfig
 
 _SBIN = "/usr/sbin:/sbin:/usr/bin:/bin"
-_PREFIX = "unscaffold-disk-"  # then the pid of the process that made it
-_TEMPLATE_PREFIX = "unscaffold-ext4-"  # the process's empty images, copied for each trial; then its pid
+_PREFIX = "unscaffold-disk-"  # then the owner's token (pid.start) of the process that made it
+_TEMPLATE_PREFIX = "unscaffold-ext4-"  # the process's empty images, copied for each trial; then its token
 _MS_NOSUID, _MS_NODEV, _MS_BIND, _MNT_DETACH = 2, 4, 4096, 2
 _LOOP_CTL_GET_FREE, _LOOP_CONFIGURE, _LO_FLAGS_AUTOCLEAR, _LOOP_MAJOR = 0x4C82, 0x4C0A, 4, 7
 # struct loop_config: fd, block size, struct loop_info64 (device, inode, rdevice, offset, size limit, number,
@@ -65,8 +66,10 @@ _swept: list[bool] = []
 
 
 def _sweep() -> None:
-    """Remove what a process that died mid-trial left: its filesystem's folder (and mount, if any). Once
-    per process: what dies later is the next process's to remove, and many trials start at once."""
+    """Remove what a process that died mid-trial left: its filesystem's folder (and mount, if any; the
+    loop device detaches itself once unmounted). Its owner is told by pid and start time, so a pid given
+    to another process since does not keep it. Once per process: what dies later is the next process's to
+    remove, and many trials start at once."""
     with _template_lock:
         if _swept:
             return
@@ -74,14 +77,8 @@ def _sweep() -> None:
     folders = [(home, prefix) for home in Path(tempfile.gettempdir()).glob("unscaffold-*-*")
                for prefix in (_PREFIX, _TEMPLATE_PREFIX) if home.name.startswith(prefix)]  # one listing
     for home, prefix in folders:
-        try:
-            pid = int(home.name[len(prefix):].split("-")[0])
-            os.kill(pid, 0)
-            continue  # its process still runs
-        except ProcessLookupError:
-            pass
-        except (ValueError, PermissionError):
-            continue
+        if owner.alive(home.name[len(prefix):].split("-")[0]):
+            continue  # its process still runs (or the name is not one of ours)
         if os.path.ismount(home / "mnt"):
             for point in _same_device_mounts(home / "mnt"):  # the trial folders shown from it, then itself
                 _unmount(point)
@@ -108,7 +105,7 @@ def _template(mkfs: str, size_bytes: int, entries: int) -> Path | None:
     with _template_lock:
         if key in _templates and _templates[key].exists():
             return _templates[key]
-        folder = Path(tempfile.mkdtemp(prefix=f"{_TEMPLATE_PREFIX}{os.getpid()}-"))  # private to root
+        folder = Path(tempfile.mkdtemp(prefix=f"{_TEMPLATE_PREFIX}{owner.token()}-"))  # private to root
         atexit.register(_remove_template, folder, os.getpid())
         image = folder / "disk.img"
         with open(image, "wb") as f:
@@ -121,9 +118,9 @@ def _template(mkfs: str, size_bytes: int, entries: int) -> Path | None:
         return image
 
 
-def _remove_template(folder: Path, owner: int) -> None:
+def _remove_template(folder: Path, pid: int) -> None:
     """At exit, by the process that made it only (a forked child leaves its parent's images alone)."""
-    if os.getpid() == owner:
+    if os.getpid() == pid:
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -258,7 +255,7 @@ class TrialDisk:
         if os.geteuid() != 0 or mount is None:
             return None
         _sweep()
-        home = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
+        home = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{owner.token()}-"))
         disk = cls(home=home, roots=[Path(r).resolve() for r in roots], kind="", bound=[])
         try:
             if not disk._mount(mount, size_bytes, entries):
