@@ -22,6 +22,7 @@ import fcntl
 import functools
 import os
 import shutil
+import socket
 import stat
 import struct
 import subprocess
@@ -315,11 +316,34 @@ class TrialDisk:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
+@functools.cache
+def engine_shares_mounts() -> bool:
+    """Whether the Docker engine `DOCKER_HOST` names (its socket's peer) runs in this process's mount
+    namespace, so that a bind mount of a trial folder shows the trial's filesystem mounted there rather
+    than the empty folder underneath. Asked once per process; an engine elsewhere (tcp://) does not."""
+    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    if not host.startswith("unix://"):
+        return False
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(5)
+            sock.connect(host[len("unix://"):])
+            creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        pid = struct.unpack("3i", creds)[0]
+        return os.stat(f"/proc/{pid}/ns/mnt").st_ino == os.stat("/proc/self/ns/mnt").st_ino
+    except OSError:
+        return False
+
+
 def open_trial_disk(config: SandboxConfig) -> TrialDisk | None:
-    """The trial's filesystem for a `local` sandbox run as root (None otherwise: the workspace's size is
-    then checked after every command only). A folder where a service of the host already listens (a
-    socket, as AppWorld's bridge makes in `prepare`) cannot move, so such a trial keeps the host's."""
-    if config.kind != "local" or os.geteuid() != 0:
+    """The trial's filesystem for a `local` sandbox run as root, or a `docker` one whose engine shares this
+    host's mounts (None otherwise: the workspace's size is then checked after every command only, and a
+    docker trial's isolation says its disk is not bounded). A folder where a service of the host already
+    listens (a socket, as AppWorld's bridge makes in `prepare`) cannot move, so such a trial keeps the
+    host's."""
+    if config.kind not in ("local", "docker") or os.geteuid() != 0:
+        return None
+    if config.kind == "docker" and not engine_shares_mounts():
         return None
     roots = [Path(config.workspace)] + [Path(m.source) for m in config.mounts if m.writable]
     for root in roots:
