@@ -165,3 +165,47 @@ def test_results_of_a_folder_of_tasks_name_the_link(tmp_path: Path) -> None:
     assert results["skipped_tasks"] == {"bad": f"{bad / 'tests' / 'secret'}: {LINK}"}
     assert results["per_task"] == {"good": 1.0}
     assert result.exit_code == 1
+
+
+def test_a_dockerfile_replaced_by_a_link_after_loading_is_not_read(tmp_path: Path) -> None:
+    """Its lines would be quoted in the trial's record as skipped steps: a host file's text, as root."""
+    secret = root_only_file(tmp_path)
+    task = make_task(tmp_path / "tasks", "late-dockerfile", dockerfile="FROM ubuntu\nWORKDIR /app\n")
+    suite = HarborSuite(task)
+    (task / "environment" / "Dockerfile").unlink()
+    os.symlink(secret, task / "environment" / "Dockerfile")
+    line = f"{task / 'environment' / 'Dockerfile'}: {LINK}"
+    with pytest.raises(EnvironmentBroken) as err:
+        suite.prepare(Task(id="late-dockerfile", instruction="x"), tmp_path / "trial", "local")
+    assert str(err.value) == line
+    assert suite.environment_gaps(Task(id="late-dockerfile", instruction="x"), "local") == [line]
+    assert not any("secret-hash" in m for m in suite.leak_markers())
+
+
+def test_a_solution_replaced_by_a_link_after_loading_gives_no_leak_markers(tmp_path: Path) -> None:
+    secret = root_only_file(tmp_path)
+    secret.write_text("a line long enough to be a marker: secret-hash\n")
+    task = make_task(tmp_path / "tasks", "late-solution", solve="echo a line long enough to be a marker > out\n")
+    suite = HarborSuite(task)
+    assert "echo a line long enough to be a marker > out" in suite.leak_markers()
+    (task / "solution" / "solve.sh").unlink()
+    os.symlink(secret, task / "solution" / "solve.sh")
+    assert suite.leak_markers() == ["late-solution"]
+
+
+def test_the_tests_replaced_by_a_link_after_loading_score_zero_with_the_reason(tmp_path: Path) -> None:
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
+    task = make_task(tmp_path / "tasks", "late-tests")
+    suite = HarborSuite(task)
+    for child in (task / "tests").iterdir():
+        child.unlink()
+    (task / "tests").rmdir()
+    os.symlink(host, task / "tests")
+    trial = tmp_path / "trial"
+    suite.prepare(Task(id="late-tests", instruction="x"), trial, "local")
+    score = suite.score(Task(id="late-tests", instruction="x"), trial, None, None)  # type: ignore[arg-type]
+    assert (score.reward, score.outcome, score.reason) == (
+        0.0, "verifier_error", f"could not copy the task's tests: {task / 'tests'}: {LINK}")
+    assert list((trial / "tests").iterdir()) == []

@@ -16,7 +16,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
-from unscaffold.untrusted import UntrustedFileError
+from unscaffold.untrusted import UntrustedFileError, size_text
 
 MAX_DEPTH = 64  # folders nested deeper are refused (a task's files are never that deep)
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -159,20 +159,45 @@ def _copy_folder(src: int, out: int, shown: Path, depth: int) -> None:
             raise _refuse(shown / name, kind)
 
 
-def _copy_file(src_dir: int, name: str, shown: Path, out_dir: int, out_name: str, shown_out: Path) -> None:
-    """One regular file, opened with no link followed on either side (a link swapped in since the check
-    is refused by the kernel)."""
+def _open_file(src_dir: int, name: str, shown: Path) -> tuple[int, os.stat_result]:
+    """A blocking read-only handle of a regular file, opened with no link followed (a link swapped in since
+    any check is refused by the kernel; a FIFO is not waited on)."""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=src_dir)
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise _refuse(shown, stat.S_IFLNK) from None
+        if e.errno == errno.ENOENT:
+            raise RefusedPath(shown, "not found", refused=False) from None
         raise RefusedPath(shown, f"cannot be opened: {e.strerror}", refused=False) from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise _refuse(shown, stat.S_IFMT(info.st_mode))
+    os.set_blocking(fd, True)
+    return fd, info
+
+
+def read_text(root: Path, relative: str, max_bytes: int) -> str:
+    """The text of the regular file `root/relative`, reached with no link followed; refused past
+    `max_bytes`."""
+    parts = _parts(relative)
+    if not parts:
+        raise RefusedPath(root, "a folder, not a file")
+    shown = root.joinpath(*parts)
+    with _descend(root, parts[:-1], create=False) as parent:
+        fd, info = _open_file(parent, parts[-1], shown)
+        with open(fd, "rb") as f:
+            data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise RefusedPath(shown, f"larger than {size_text(max_bytes)}")
+    return data.decode("utf-8", errors="replace")
+
+
+def _copy_file(src_dir: int, name: str, shown: Path, out_dir: int, out_name: str, shown_out: Path) -> None:
+    """One regular file, opened with no link followed on either side."""
+    fd, info = _open_file(src_dir, name, shown)
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise _refuse(shown, stat.S_IFMT(info.st_mode))
-        os.set_blocking(fd, True)
         try:
             target = os.open(out_name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
                              dir_fd=out_dir)

@@ -17,13 +17,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from unscaffold.nofollow import copy_in
+from unscaffold.nofollow import copy_in, read_text
 
 # Base images the host stands in for: a plain system with Python (the host is a Debian-like system).
 HOST_LIKE_IMAGES = ("ubuntu", "debian", "python", "buildpack-deps")
 # Instructions that change nothing a command inside the sandbox would see.
 NO_EFFECT = {"ARG", "CMD", "ENTRYPOINT", "EXPOSE", "LABEL", "MAINTAINER", "HEALTHCHECK", "STOPSIGNAL", "SHELL",
              "USER", "VOLUME", "ONBUILD"}
+MAX_TEXT_BYTES = 4 << 20  # a task's Dockerfile, task.toml or instruction.md (read into memory, as root)
 ARCHIVE = re.compile(r"\.(tar|tar\.gz|tgz|tar\.bz2|tbz2|tar\.xz|txz)$")
 
 
@@ -73,6 +74,11 @@ def instructions(text: str) -> list[tuple[int, str, str]]:
         keyword, _, args = pending.strip().partition(" ")
         out.append((start, keyword.upper(), args.strip()))
     return out
+
+
+def read_task_text(path: Path) -> str:
+    """A text file of a task folder, opened with no link followed (`RefusedPath` otherwise)."""
+    return read_text(path.parent, path.name, MAX_TEXT_BYTES)
 
 
 def host_like(image: str) -> bool:
@@ -127,7 +133,7 @@ def local_plan(dockerfile: Path, workdir: str) -> LocalPlan:
     context = dockerfile.parent.absolute()  # not resolved: every copy is walked from here with no link followed
     plan = LocalPlan(workdir=workdir, context=context)
     current = "/"
-    for number, keyword, args in instructions(dockerfile.read_text(encoding="utf-8", errors="replace")):
+    for number, keyword, args in instructions(read_task_text(dockerfile)):
         text = f"{keyword} {args}"[:120]
 
         def skip(why: str, number: int = number, text: str = text) -> None:

@@ -6,7 +6,7 @@ import shlex
 from pathlib import Path
 
 from unscaffold.benchmarks.base import Score, Suite, Task
-from unscaffold.benchmarks.harbor.dockerfile import LocalPlan, apply_copies, host_like, local_plan
+from unscaffold.benchmarks.harbor.dockerfile import LocalPlan, apply_copies, host_like, local_plan, read_task_text
 from unscaffold.benchmarks.harbor.reward import read_reward
 from unscaffold.benchmarks.harbor.task_folder import HarborTask, find_tasks, refusal
 from unscaffold.errors import EnvironmentBroken, InputError
@@ -45,7 +45,12 @@ class HarborSuite(Suite):
         return plan
 
     def environment_gaps(self, task: Task, kind: SandboxKind) -> list[str]:
-        return self.local_plan(task).skipped if kind == "local" else []
+        if kind != "local":
+            return []
+        try:
+            return self.local_plan(task).skipped
+        except RefusedPath as e:
+            return [str(refusal(e))]
 
     def harbor_task(self, task: Task) -> HarborTask:
         return self._tasks[task.id]
@@ -81,8 +86,8 @@ class HarborSuite(Suite):
         ht = self.harbor_task(task)
         workspace = trial_dir / "workspace"
         workspace.mkdir(parents=True, exist_ok=True)
-        plan = self.local_plan(task)
         try:  # the folder was checked for links when read; a link made since is refused here
+            plan = self.local_plan(task)
             if kind == "local":
                 apply_copies(plan, workspace)
             if ht.seed_dir:
@@ -113,7 +118,11 @@ class HarborSuite(Suite):
         wanted = {t.id for t in tasks} if tasks is not None else None
         for t in self._tasks.values():
             if t.solution and (wanted is None or t.id in wanted):
-                for line in t.solution.read_text(encoding="utf-8", errors="replace").splitlines():
+                try:
+                    text = read_task_text(t.solution)
+                except RefusedPath:
+                    continue  # a link made since the folder was read: never followed
+                for line in text.splitlines():
                     line = line.strip()
                     if len(line) >= 16 and not line.startswith("#"):
                         markers.add(line)

@@ -77,7 +77,7 @@ def context_hash(folder: Path, substitutes: dict[str, str] | None = None) -> str
     """A hash of every file's relative path and bytes (and of any `FROM` substitutes): the same folder
     builds the same image."""
     digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):  # links: never read
         digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     if substitutes:
