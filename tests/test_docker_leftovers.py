@@ -8,16 +8,18 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import docker.errors
 import pytest
 
 from tests.test_docker_sandbox import FakeClient, FakeContainer, _config
 from tests.test_sandbox_stale import dead_token
+from unscaffold.minimal_harness.sandbox import disk, owner
 from unscaffold.minimal_harness.sandbox import docker_sandbox as ds
-from unscaffold.minimal_harness.sandbox import owner
 from unscaffold.minimal_harness.sandbox.cgroup import SandboxCgroup
 from unscaffold.minimal_harness.sandbox.docker_sandbox import DockerSandbox
 from unscaffold.minimal_harness.sandbox.identity import REGISTRY, release_uid
@@ -142,3 +144,58 @@ def test_a_container_missing_its_keeper_does_not_start(tmp_path: Path, monkeypat
         DockerSandbox(_config(tmp_path), client=client)
     assert str(err.value) == "the container started 1 processes, not its init and keeper"
     assert client.containers.created[0].removals == [{"force": True}]
+
+
+LISTENER = """
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(4)
+print("ready", flush=True)
+time.sleep(1000)
+"""
+
+
+@pytest.fixture
+def engine_socket(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Starts a stand-in engine (a process listening on a unix socket, optionally in a mount namespace of
+    its own) and points DOCKER_HOST at it."""
+    procs: list[subprocess.Popen[str]] = []
+
+    def start(own_mounts: bool) -> None:
+        path = tmp_path / f"engine{len(procs)}.sock"
+        argv = [sys.executable, "-c", LISTENER, str(path)]
+        proc = subprocess.Popen((["unshare", "-m"] if own_mounts else []) + argv, stdout=subprocess.PIPE, text=True)
+        procs.append(proc)
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        monkeypatch.setenv("DOCKER_HOST", f"unix://{path}")
+        disk.engine_shares_mounts.cache_clear()
+
+    yield start
+    disk.engine_shares_mounts.cache_clear()
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+
+
+@needs_root
+def test_the_trial_filesystem_is_used_only_where_the_engine_shares_this_hosts_mounts(
+        tmp_path: Path, engine_socket: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = _config(tmp_path)
+    engine_socket(own_mounts=True)
+    assert not disk.engine_shares_mounts() and disk.open_trial_disk(config) is None
+    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:2375")
+    disk.engine_shares_mounts.cache_clear()
+    assert not disk.engine_shares_mounts()
+    engine_socket(own_mounts=False)
+    assert disk.engine_shares_mounts()
+    trial_disk = disk.open_trial_disk(config)
+    if trial_disk is None:
+        pytest.skip("no filesystem of the trial's own can be made here")
+    try:
+        with DockerSandbox(config, client=FakeClient()) as sb:
+            assert sb.isolation.endswith("every process a command left is ended after it; the workspace on the "
+                                         "trial's own filesystem")
+            volume = f"{(tmp_path / 'ws').resolve()}:/app:rw"
+            assert sb.container.kwargs["volumes"][0] == volume and os.path.ismount(tmp_path / "ws")
+    finally:
+        trial_disk.close()
+    assert not os.path.ismount(tmp_path / "ws")
