@@ -23,9 +23,10 @@ def start_time(pid: int) -> int | None:
 
 
 def token(pid: int | None = None) -> str:
-    """`PID.START` of this process (or of `pid`)."""
+    """`PID.START` of this process (or of `pid`); the bare pid where its start cannot be read."""
     pid = os.getpid() if pid is None else pid
-    return f"{pid}.{start_time(pid) or 0}"
+    start = start_time(pid)
+    return str(pid) if start is None else f"{pid}.{start}"
 
 
 def alive(owner: str) -> bool:
