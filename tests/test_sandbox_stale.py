@@ -6,6 +6,7 @@ is looked at."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -137,3 +138,55 @@ def test_a_trial_filesystem_of_a_dead_owner_is_removed_and_a_live_ones_kept(monk
     monkeypatch.setattr(disk, "_swept", [])
     disk._sweep()
     assert sorted(p.name for p in tmp_path.iterdir()) == [live.name]
+
+
+def uid_processes(uid: int) -> list[int]:
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if os.stat(entry.path).st_uid == uid and not gone(int(entry.name)):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@needs_root
+def test_a_run_killed_mid_command_leaves_its_uid_and_cgroup_and_the_next_process_reclaims_them(
+        tmp_path: Path) -> None:
+    from tests.helpers import ROOT, call, eventually, final
+    from tests.test_hostile_runs import HONEST_VERIFIER, harbor_task
+
+    harbor_task(tmp_path / "tasks", "t", HONEST_VERIFIER)
+    replay = tmp_path / "replay.json"
+    replay.write_text(json.dumps({"t": [call("sleep 1000"), final("done")]}))
+    proc = subprocess.Popen([sys.executable, "-m", "unscaffold.cli", "run", "harbor", "--data", str(tmp_path / "tasks"),
+                             "--student", f"replay:{replay}", "--out", str(tmp_path / "run")],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    held: list[int] = []
+
+    def sleeping() -> bool:
+        """The run holds a uid and its command runs as it."""
+        held[:] = [int(n) for n in os.listdir(identity.REGISTRY) if n.isdigit()
+                   and (identity._entry_owner(identity.REGISTRY / n) or "").split(".")[0] == str(proc.pid)]
+        return len(held) == 1 and len(uid_processes(held[0])) > 0
+
+    try:
+        assert eventually(sleeping, timeout_s=120)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)  # the run only: what it started is left as a crash leaves it
+        proc.wait()
+    uid = held[0]
+    group = f"{identity.CGROUP_PREFIX}{uid}"
+    assert os.path.lexists(identity.REGISTRY / str(uid)) and group in SandboxCgroup.leftovers(identity.CGROUP_PREFIX)
+    assert uid in identity.reclaim_stale()
+    assert not os.path.lexists(identity.REGISTRY / str(uid))
+    assert group not in SandboxCgroup.leftovers(identity.CGROUP_PREFIX)
+    assert uid_processes(uid) == []
+    assert disk.mounts_below(tmp_path / "run") != []  # its trial filesystem, still shown in the trial folder
+    assert list(Path(tempfile.gettempdir()).glob(f"unscaffold-disk-{proc.pid}.*"))
+    disk._swept.clear()
+    disk._sweep()
+    assert disk.mounts_below(tmp_path / "run") == []
+    assert not list(Path(tempfile.gettempdir()).glob(f"unscaffold-disk-{proc.pid}.*"))
