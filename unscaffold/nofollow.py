@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
@@ -194,6 +193,21 @@ def read_text(root: Path, relative: str, max_bytes: int) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def _copy_bytes(source: int, target: int, size: int) -> None:
+    """Copy in the kernel (`copy_file_range`, else `sendfile`), on to the end even if the file grew."""
+    copy = getattr(os, "copy_file_range", None)
+    while True:
+        try:
+            done = copy(source, target, 1 << 30) if copy is not None else os.sendfile(target, source, None, 1 << 30)
+        except OSError as e:
+            if copy is None or e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+                raise
+            copy = None  # across filesystems on an older kernel: sendfile
+            continue
+        if done == 0:
+            return
+
+
 def _copy_file(src_dir: int, name: str, shown: Path, out_dir: int, out_name: str, shown_out: Path) -> None:
     """One regular file, opened with no link followed on either side."""
     fd, info = _open_file(src_dir, name, shown)
@@ -206,8 +220,7 @@ def _copy_file(src_dir: int, name: str, shown: Path, out_dir: int, out_name: str
                 raise _refuse(shown_out, stat.S_IFLNK) from None
             raise RefusedPath(shown_out, f"cannot be written: {e.strerror}", refused=False) from None
         try:
-            with open(fd, "rb", closefd=False) as reader, open(target, "wb", closefd=False) as writer:
-                shutil.copyfileobj(reader, writer)
+            _copy_bytes(fd, target, info.st_size)
             os.fchmod(target, stat.S_IMODE(info.st_mode) & 0o777)
             os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
         finally:
