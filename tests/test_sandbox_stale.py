@@ -177,16 +177,21 @@ def test_a_run_killed_mid_command_leaves_its_uid_and_cgroup_and_the_next_process
     finally:
         os.kill(proc.pid, signal.SIGKILL)  # the run only: what it started is left as a crash leaves it
         proc.wait()
-    uid = held[0]
-    group = f"{identity.CGROUP_PREFIX}{uid}"
-    assert os.path.lexists(identity.REGISTRY / str(uid)) and group in SandboxCgroup.leftovers(identity.CGROUP_PREFIX)
-    assert uid in identity.reclaim_stale()
-    assert not os.path.lexists(identity.REGISTRY / str(uid))
-    assert group not in SandboxCgroup.leftovers(identity.CGROUP_PREFIX)
-    assert uid_processes(uid) == []
-    assert disk.mounts_below(tmp_path / "run") != []  # its trial filesystem, still shown in the trial folder
-    assert list(Path(tempfile.gettempdir()).glob(f"unscaffold-disk-{proc.pid}.*"))
-    disk._swept.clear()
-    disk._sweep()
-    assert disk.mounts_below(tmp_path / "run") == []
-    assert not list(Path(tempfile.gettempdir()).glob(f"unscaffold-disk-{proc.pid}.*"))
+    try:
+        uid = held[0]
+        group = f"{identity.CGROUP_PREFIX}{uid}"
+        assert os.path.lexists(identity.REGISTRY / str(uid))
+        assert group in SandboxCgroup.leftovers(identity.CGROUP_PREFIX)
+        assert uid in identity.reclaim_stale()
+        assert not os.path.lexists(identity.REGISTRY / str(uid))
+        assert group not in SandboxCgroup.leftovers(identity.CGROUP_PREFIX)
+        assert uid_processes(uid) == []
+        assert disk.mounts_below(tmp_path / "run") != []  # its trial filesystem, still shown in the trial folder
+        assert list(Path(tempfile.gettempdir()).glob(f"unscaffold-disk-{proc.pid}.*"))
+        disk._swept.clear()
+        disk._sweep()
+        assert disk.mounts_below(tmp_path / "run") == []
+        assert not list(Path(tempfile.gettempdir()).glob(f"unscaffold-disk-{proc.pid}.*"))
+    finally:  # nothing of the killed run stays mounted, whatever failed above
+        disk._swept.clear()
+        disk._sweep()
