@@ -19,6 +19,7 @@ import pytest
 from tests.helpers import eventually
 from unscaffold.errors import SandboxUnavailable
 from unscaffold.minimal_harness.sandbox import docker_sandbox as ds
+from unscaffold.minimal_harness.sandbox import owner
 from unscaffold.minimal_harness.sandbox.base import SUITES_IMAGE_DIR, Limits, Mount, SandboxConfig
 from unscaffold.minimal_harness.sandbox.docker_sandbox import (
     EXEC_WRAPPER,
@@ -55,7 +56,7 @@ def test_container_kwargs_exact(tmp_path: Path) -> None:
     assert kw["memswap_limit"] == 2 * 1024**3
     assert kw["pids_limit"] == 256
     assert kw["ulimits"] == [{"Name": "fsize", "Soft": 1024**3, "Hard": 1024**3}]
-    assert kw["labels"] == {"unscaffold": "1"}
+    assert kw["labels"] == {"unscaffold": "1", "unscaffold.owner": owner.token()}
     assert kw["user"] == f"{os.getuid()}:{os.getgid()}"  # no uid of its own: the host user
     assert kw["cap_drop"] == ["ALL"] and kw["security_opt"] == ["no-new-privileges"]
     assert kw["read_only"] is True  # the root takes no writes: disk is the workspace and the sized tmpfs only
@@ -147,12 +148,49 @@ def test_wrapper_kills_leftover_background_processes(tmp_path: Path) -> None:
 _ids = itertools.count(1)
 
 
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+TOP_TITLES = ["UID", "PID", "PPID", "C", "STIME", "TTY", "TIME", "CMD"]
+KEEPER_PIDS = [4_000_001, 4_000_002]  # listed by the fake engine as the container's init and keeper
+
+
+def top_rows(pids: list[int]) -> dict[str, Any]:
+    return {"Titles": TOP_TITLES, "Processes": [["1000", str(p), "1", "0", "12:00", "?", "00:00:00", "x"]
+                                                 for p in pids]}
+
+
 class FakeContainer:
-    def __init__(self, kwargs: dict[str, Any], fail_start: bool, archive: bytes | None = None) -> None:
+    """`extra`: host pids the engine lists beside the keepers (what commands left); a restart clears them."""
+
+    def __init__(self, kwargs: dict[str, Any], fail_start: bool, archive: bytes | None = None,
+                 remove_error: Exception | None = None) -> None:
         self.id = f"fake{next(_ids)}"
         self.kwargs, self.fail_start, self.archive = kwargs, fail_start, archive
+        self.labels = kwargs.get("labels", {})
         self.started = False
         self.removals: list[dict[str, Any]] = []
+        self.extra: list[int] = []
+        self.calls: list[str] = []
+        self.remove_error = remove_error
+
+    def top(self) -> dict[str, Any]:
+        """A killed process leaves the listing once it is no longer running (the container's init reaps it)."""
+        return top_rows(KEEPER_PIDS + [p for p in self.extra if _running(p)])
+
+    def pause(self) -> None:
+        self.calls.append("pause")
+
+    def unpause(self) -> None:
+        self.calls.append("unpause")
+
+    def restart(self, timeout: int) -> None:
+        self.calls.append(f"restart {timeout}")
+        self.extra = []
 
     def get_archive(self, path: str) -> tuple[list[bytes], dict[str, Any]]:
         if self.archive is None:
@@ -166,17 +204,25 @@ class FakeContainer:
 
     def remove(self, **kwargs: Any) -> None:
         self.removals.append(kwargs)
+        if self.remove_error is not None:
+            raise self.remove_error
 
 
 class FakeContainers:
     def __init__(self, fail_start: bool, archive: bytes | None = None) -> None:
         self.fail_start, self.archive = fail_start, archive
         self.created: list[FakeContainer] = []
+        self.existing: list[FakeContainer] = []  # containers of earlier processes
+        self.remove_error: Exception | None = None
 
     def create(self, **kwargs: Any) -> FakeContainer:
-        c = FakeContainer(kwargs, self.fail_start, self.archive)
+        c = FakeContainer(kwargs, self.fail_start, self.archive, self.remove_error)
         self.created.append(c)
         return c
+
+    def list(self, all: bool = False, filters: dict[str, str] | None = None) -> list[FakeContainer]:
+        assert all and filters == {"label": "unscaffold=1"}
+        return list(self.existing)
 
 
 class FakeImages:
@@ -205,12 +251,17 @@ class FakeImages:
 
 
 class FakeAPI:
+    """`on_exec`: run for each command (a command that leaves a process behind adds its pid)."""
+
     def __init__(self, chunks: list[bytes], exit_code: int, delay_s: float) -> None:
         self.chunks, self.exit_code, self.delay_s = chunks, exit_code, delay_s
         self.execs: list[tuple[str, list[str], dict[str, Any]]] = []
+        self.on_exec: Any = None
 
     def exec_create(self, container: str, cmd: list[str], **kwargs: Any) -> dict[str, str]:
         self.execs.append((container, cmd, kwargs))
+        if self.on_exec is not None:
+            self.on_exec(container)
         return {"Id": f"exec{len(self.execs)}"}
 
     def exec_start(self, exec_id: str, stream: bool = False, demux: bool = False) -> Any:
@@ -416,10 +467,12 @@ marker = Path(sys.argv[1])
 class Container:
     id = "c1"
     def start(self): pass
+    def top(self): return {"Titles": ["PID"], "Processes": [["1"], ["2"]]}
     def remove(self, force=False): marker.write_text(f"removed force={force}")
 
 class Containers:
     def create(self, **kwargs): return Container()
+    def list(self, **kwargs): return []
 
 class Client:
     containers = Containers()

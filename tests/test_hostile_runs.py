@@ -16,6 +16,7 @@ from unscaffold.benchmarks.harbor.reward import read_reward
 from unscaffold.collect.models import RunConfig
 from unscaffold.collect.runner import run
 from unscaffold.collect.sft_build import build_sft
+from unscaffold.minimal_harness.sandbox import owner
 
 pytestmark = needs_bwrap
 HOST_CANARY = "HOST-CANARY-5d1e"
@@ -242,8 +243,8 @@ def test_six_gib_reserved_in_the_workspace_fail_at_the_limit_and_nothing_stays(t
     assert sorted(str(p.relative_to(trial)) for p in trial.rglob("*") if not p.is_dir()) == [
         "result.json", "reviews.jsonl", "trajectory.json"]
     mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()]
-    assert [m for m in mounts if m.startswith(str(tmp_path)) or f"unscaffold-disk-{os.getpid()}-" in m] == []
-    assert not any(Path(tempfile.gettempdir()).glob(f"unscaffold-disk-{os.getpid()}-*"))  # the image is deleted
+    assert [m for m in mounts if m.startswith(str(tmp_path)) or f"unscaffold-disk-{owner.token()}-" in m] == []
+    assert not any(Path(tempfile.gettempdir()).glob(f"unscaffold-disk-{owner.token()}-*"))  # the image is deleted
     result = json.loads((trial / "result.json").read_text())
     assert result["isolation"].endswith("the workspace and writable folders on an ext4 image of 4 GiB of their "
                                         "own, dropped after")

@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 import posixpath
 import re
 import shlex
-import shutil
 from pathlib import Path
 
 from pydantic import BaseModel, Field
+
+from unscaffold.nofollow import copy_in, read_text
 
 # Base images the host stands in for: a plain system with Python (the host is a Debian-like system).
 HOST_LIKE_IMAGES = ("ubuntu", "debian", "python", "buildpack-deps")
 # Instructions that change nothing a command inside the sandbox would see.
 NO_EFFECT = {"ARG", "CMD", "ENTRYPOINT", "EXPOSE", "LABEL", "MAINTAINER", "HEALTHCHECK", "STOPSIGNAL", "SHELL",
              "USER", "VOLUME", "ONBUILD"}
+MAX_TEXT_BYTES = 4 << 20  # a task's Dockerfile, task.toml or instruction.md (read into memory, as root)
 ARCHIVE = re.compile(r"\.(tar|tar\.gz|tgz|tar\.bz2|tbz2|tar\.xz|txz)$")
 
 
@@ -34,6 +37,7 @@ class LocalPlan(BaseModel):
     """What the local sandbox makes of a Dockerfile."""
 
     workdir: str
+    context: Path | None = Field(None, description="the build context (the task's environment folder)")
     env: dict[str, str] = Field(default_factory=dict)
     copies: list[Copy] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list, description="`line N: TEXT (why)` for each line not applied")
@@ -70,6 +74,11 @@ def instructions(text: str) -> list[tuple[int, str, str]]:
         keyword, _, args = pending.strip().partition(" ")
         out.append((start, keyword.upper(), args.strip()))
     return out
+
+
+def read_task_text(path: Path) -> str:
+    """A text file of a task folder, opened with no link followed (`RefusedPath` otherwise)."""
+    return read_text(path.parent, path.name, MAX_TEXT_BYTES)
 
 
 def host_like(image: str) -> bool:
@@ -121,10 +130,10 @@ def final_workdir(steps: list[tuple[int, str, str]]) -> str | None:
 def local_plan(dockerfile: Path, workdir: str) -> LocalPlan:
     """Read the Dockerfile as the local sandbox would apply it. `workdir` is where the workspace appears
     (the task's choice, else the Dockerfile's last WORKDIR): only copies below it can be made."""
-    plan = LocalPlan(workdir=workdir)
-    context = dockerfile.parent.resolve()
+    context = dockerfile.parent.absolute()  # not resolved: every copy is walked from here with no link followed
+    plan = LocalPlan(workdir=workdir, context=context)
     current = "/"
-    for number, keyword, args in instructions(dockerfile.read_text(encoding="utf-8", errors="replace")):
+    for number, keyword, args in instructions(read_task_text(dockerfile)):
         text = f"{keyword} {args}"[:120]
 
         def skip(why: str, number: int = number, text: str = text) -> None:
@@ -176,19 +185,18 @@ def _sources(context: Path, sources: list[str], keyword: str) -> list[Path] | st
         if not matches:
             return f"{source} is not in the task's environment folder"
         for match in matches:
-            path = Path(match).resolve()
-            if not path.is_relative_to(context):
+            relative = os.path.relpath(os.path.normpath(match), context)
+            if relative == ".." or relative.startswith("../"):
                 return f"{source} lies outside the task's environment folder"
-            found.append(path)
+            found.append(context / relative)
     return found
 
 
 def apply_copies(plan: LocalPlan, workspace: Path) -> None:
-    """Copy what the Dockerfile copies into the workdir: a folder's contents, or a file."""
+    """Copy what the Dockerfile copies into the workdir: a folder's contents, or a file. The task folder
+    is untrusted: no link is followed in the source or in the target's path (one met raises
+    `RefusedPath`), so nothing is read or written outside the task's folder and the workspace."""
+    if plan.context is None:
+        return
     for copy in plan.copies:
-        target = (workspace / copy.target).resolve()
-        if copy.source.is_dir():
-            shutil.copytree(copy.source, target, dirs_exist_ok=True, symlinks=True)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(copy.source, target)
+        copy_in(plan.context, copy.source.relative_to(plan.context).as_posix(), workspace, copy.target)

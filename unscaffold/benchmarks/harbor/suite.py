@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import shlex
-import shutil
 from pathlib import Path
 
 from unscaffold.benchmarks.base import Score, Suite, Task
-from unscaffold.benchmarks.harbor.dockerfile import LocalPlan, apply_copies, host_like, local_plan
+from unscaffold.benchmarks.harbor.dockerfile import LocalPlan, apply_copies, host_like, local_plan, read_task_text
 from unscaffold.benchmarks.harbor.reward import read_reward
-from unscaffold.benchmarks.harbor.task_folder import HarborTask, find_tasks
-from unscaffold.errors import InputError
+from unscaffold.benchmarks.harbor.task_folder import HarborTask, find_tasks, refusal
+from unscaffold.errors import EnvironmentBroken, InputError
 from unscaffold.iojson import write_text_atomic
 from unscaffold.minimal_harness.sandbox.base import Mount, Sandbox, SandboxConfig, SandboxKind
 from unscaffold.minimal_harness.trajectory import Trajectory
+from unscaffold.nofollow import RefusedPath, copy_in
 from unscaffold.outcomes import Outcome
 from unscaffold.untrusted import clear_folder
 
@@ -45,7 +45,12 @@ class HarborSuite(Suite):
         return plan
 
     def environment_gaps(self, task: Task, kind: SandboxKind) -> list[str]:
-        return self.local_plan(task).skipped if kind == "local" else []
+        if kind != "local":
+            return []
+        try:
+            return self.local_plan(task).skipped
+        except RefusedPath as e:
+            return [str(refusal(e))]
 
     def harbor_task(self, task: Task) -> HarborTask:
         return self._tasks[task.id]
@@ -81,11 +86,14 @@ class HarborSuite(Suite):
         ht = self.harbor_task(task)
         workspace = trial_dir / "workspace"
         workspace.mkdir(parents=True, exist_ok=True)
-        plan = self.local_plan(task)
-        if kind == "local":
-            apply_copies(plan, workspace)
-        if ht.seed_dir:
-            shutil.copytree(ht.seed_dir, workspace, dirs_exist_ok=True)
+        try:  # the folder was checked for links when read; a link made since is refused here
+            plan = self.local_plan(task)
+            if kind == "local":
+                apply_copies(plan, workspace)
+            if ht.seed_dir:
+                copy_in(ht.root, "environment/workspace", workspace, ".")
+        except RefusedPath as e:
+            raise EnvironmentBroken(str(refusal(e))) from None
         (trial_dir / "logs" / "verifier").mkdir(parents=True, exist_ok=True)
         (trial_dir / "logs" / "agent").mkdir(parents=True, exist_ok=True)
         (trial_dir / TESTS).mkdir(exist_ok=True)
@@ -110,7 +118,11 @@ class HarborSuite(Suite):
         wanted = {t.id for t in tasks} if tasks is not None else None
         for t in self._tasks.values():
             if t.solution and (wanted is None or t.id in wanted):
-                for line in t.solution.read_text(encoding="utf-8", errors="replace").splitlines():
+                try:
+                    text = read_task_text(t.solution)
+                except RefusedPath:
+                    continue  # a link made since the folder was read: never followed
+                for line in text.splitlines():
                     line = line.strip()
                     if len(line) >= 16 and not line.startswith("#"):
                         markers.add(line)
@@ -135,7 +147,11 @@ class HarborSuite(Suite):
         except OSError as e:
             return Score(reward=0.0, reason=f"could not reset /tests or /logs/verifier before the verifier: "
                          f"{e.strerror}", outcome=Outcome.VERIFIER_ERROR)
-        shutil.copytree(ht.tests_dir, trial_dir / TESTS, dirs_exist_ok=True, symlinks=True)
+        try:
+            copy_in(ht.root, "tests", trial_dir, TESTS)
+        except RefusedPath as e:
+            return Score(reward=0.0, reason=f"could not copy the task's tests: {refusal(e)}",
+                         outcome=Outcome.VERIFIER_ERROR)
         sandbox.hand_over_writable()
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in ht.config.verifier.env.items())
         command = f"env {env} {VERIFIER_COMMAND}" if env else VERIFIER_COMMAND

@@ -8,9 +8,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from unscaffold.benchmarks.harbor.dockerfile import final_workdir, instructions
+from unscaffold.benchmarks.harbor.dockerfile import final_workdir, instructions, read_task_text
 from unscaffold.errors import InputError
 from unscaffold.iojson import validation_error
+from unscaffold.nofollow import RefusedPath, check_tree
 
 DEFAULT_WORKDIR = "/app"
 
@@ -74,16 +75,36 @@ class HarborTask(BaseModel):
 def dockerfile_workdir(dockerfile: Path) -> str | None:
     if not dockerfile.is_file():
         return None
-    return final_workdir(instructions(dockerfile.read_text(encoding="utf-8", errors="replace")))
+    try:
+        return final_workdir(instructions(read_task_text(dockerfile)))
+    except RefusedPath as e:
+        raise refusal(e) from None
+
+
+def refuse_links(root: Path) -> None:
+    """A task folder is untrusted input read as root: a link in it (to a root-only file, to `/`, to a host
+    folder a COPY would write into) or a special file is refused before anything is read from it."""
+    try:
+        check_tree(root)
+    except RefusedPath as e:
+        raise refusal(e) from None
+
+
+def refusal(e: RefusedPath) -> InputError:
+    """A path of a task folder that was not read, as one line naming it."""
+    return InputError(str(e.path), None, "a symbolic link: a task folder may hold no links" if e.link else e.problem)
 
 
 def read_task(root: Path) -> HarborTask:
     root = Path(root)
+    refuse_links(root)
     toml_path = root / "task.toml"
     try:
-        raw = tomllib.loads(toml_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(str(toml_path), None, "file not found (a Harbor task folder needs task.toml)") from None
+        raw = tomllib.loads(read_task_text(toml_path))
+    except RefusedPath as e:
+        if not e.refused and e.problem == "not found":
+            raise InputError(str(toml_path), None, "file not found (a Harbor task folder needs task.toml)") from None
+        raise refusal(e) from None
     except tomllib.TOMLDecodeError as e:
         raise InputError(str(toml_path), None, f"invalid TOML: {e}") from None
     try:
@@ -96,7 +117,10 @@ def read_task(root: Path) -> HarborTask:
     instruction_path = root / "instruction.md"
     if not instruction_path.is_file():
         raise InputError(str(instruction_path), None, "file not found")
-    instruction = instruction_path.read_text(encoding="utf-8").strip()
+    try:
+        instruction = read_task_text(instruction_path).strip()
+    except RefusedPath as e:
+        raise refusal(e) from None
     if not instruction:
         raise InputError(str(instruction_path), None, "the instruction is empty")
     if not (root / "tests" / "test.sh").is_file():

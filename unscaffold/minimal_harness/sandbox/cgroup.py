@@ -109,6 +109,45 @@ class SandboxCgroup:
             raise
         return box
 
+    @staticmethod
+    def _parents() -> list[tuple[str, Path]]:
+        """(hierarchy, folder) where this process makes its sandboxes' groups: '' for v2, else the v1
+        controller."""
+        v2, v1 = _mounts()
+        own = _own_paths()
+        out = [("", _below(v2, "/", own[""]))] if v2 is not None and "" in own else []
+        for controller, (mount, root) in sorted(v1.items()):
+            out.append((controller, _below(mount, root, own.get(controller, "/"))))
+        return out
+
+    @classmethod
+    def leftovers(cls, prefix: str) -> list[str]:
+        """Names of the groups beside this process's own sandboxes' that start with `prefix`: a sandbox's
+        groups left by a process killed before it could remove them (or another process's, live)."""
+        names: set[str] = set()
+        if os.geteuid() != 0:
+            return []
+        for _, parent in cls._parents():
+            with contextlib.suppress(OSError):
+                names.update(e.name for e in os.scandir(parent) if e.name.startswith(prefix) and e.is_dir())
+        return sorted(names)
+
+    @classmethod
+    def existing(cls, name: str) -> SandboxCgroup | None:
+        """The groups named `name` that exist (see `leftovers`), able to end their processes and be removed."""
+        box = cls(groups=[])
+        for hierarchy, parent in cls._parents():
+            group = parent / name
+            if not group.is_dir():
+                continue
+            box.groups.append(group)
+            if hierarchy == "":
+                box.freeze_v2 = group / "cgroup.freeze" if (group / "cgroup.freeze").exists() else None
+                box.kill_v2 = group / "cgroup.kill" if (group / "cgroup.kill").exists() else None
+            elif hierarchy == "freezer":
+                box.freezer_v1 = group / "freezer.state"
+        return box if box.groups else None
+
     def _limit(self, v1: dict[str, tuple[Path, str]], own: dict[str, str], make: Callable[[Path], Path | None],
                processes: int, memory_bytes: int) -> None:
         """pids and memory limits: in the v2 group where its controllers are on, else in v1 groups."""

@@ -22,6 +22,7 @@ import fcntl
 import functools
 import os
 import shutil
+import socket
 import stat
 import struct
 import subprocess
@@ -30,11 +31,12 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from unscaffold.minimal_harness.sandbox import owner
 from unscaffold.minimal_harness.sandbox.base import SandboxConfig
 
 _SBIN = "/usr/sbin:/sbin:/usr/bin:/bin"
-_PREFIX = "unscaffold-disk-"  # then the pid of the process that made it
-_TEMPLATE_PREFIX = "unscaffold-ext4-"  # the process's empty images, copied for each trial; then its pid
+_PREFIX = "unscaffold-disk-"  # then the owner's token (pid.start) of the process that made it
+_TEMPLATE_PREFIX = "unscaffold-ext4-"  # the process's empty images, copied for each trial; then its token
 _MS_NOSUID, _MS_NODEV, _MS_BIND, _MNT_DETACH = 2, 4, 4096, 2
 _LOOP_CTL_GET_FREE, _LOOP_CONFIGURE, _LO_FLAGS_AUTOCLEAR, _LOOP_MAJOR = 0x4C82, 0x4C0A, 4, 7
 # struct loop_config: fd, block size, struct loop_info64 (device, inode, rdevice, offset, size limit, number,
@@ -65,8 +67,10 @@ _swept: list[bool] = []
 
 
 def _sweep() -> None:
-    """Remove what a process that died mid-trial left: its filesystem's folder (and mount, if any). Once
-    per process: what dies later is the next process's to remove, and many trials start at once."""
+    """Remove what a process that died mid-trial left: its filesystem's folder (and mount, if any; the
+    loop device detaches itself once unmounted). Its owner is told by pid and start time, so a pid given
+    to another process since does not keep it. Once per process: what dies later is the next process's to
+    remove, and many trials start at once."""
     with _template_lock:
         if _swept:
             return
@@ -74,14 +78,8 @@ def _sweep() -> None:
     folders = [(home, prefix) for home in Path(tempfile.gettempdir()).glob("unscaffold-*-*")
                for prefix in (_PREFIX, _TEMPLATE_PREFIX) if home.name.startswith(prefix)]  # one listing
     for home, prefix in folders:
-        try:
-            pid = int(home.name[len(prefix):].split("-")[0])
-            os.kill(pid, 0)
-            continue  # its process still runs
-        except ProcessLookupError:
-            pass
-        except (ValueError, PermissionError):
-            continue
+        if owner.alive(home.name[len(prefix):].split("-")[0]):
+            continue  # its process still runs (or the name is not one of ours)
         if os.path.ismount(home / "mnt"):
             for point in _same_device_mounts(home / "mnt"):  # the trial folders shown from it, then itself
                 _unmount(point)
@@ -108,7 +106,7 @@ def _template(mkfs: str, size_bytes: int, entries: int) -> Path | None:
     with _template_lock:
         if key in _templates and _templates[key].exists():
             return _templates[key]
-        folder = Path(tempfile.mkdtemp(prefix=f"{_TEMPLATE_PREFIX}{os.getpid()}-"))  # private to root
+        folder = Path(tempfile.mkdtemp(prefix=f"{_TEMPLATE_PREFIX}{owner.token()}-"))  # private to root
         atexit.register(_remove_template, folder, os.getpid())
         image = folder / "disk.img"
         with open(image, "wb") as f:
@@ -121,9 +119,9 @@ def _template(mkfs: str, size_bytes: int, entries: int) -> Path | None:
         return image
 
 
-def _remove_template(folder: Path, owner: int) -> None:
+def _remove_template(folder: Path, pid: int) -> None:
     """At exit, by the process that made it only (a forked child leaves its parent's images alone)."""
-    if os.getpid() == owner:
+    if os.getpid() == pid:
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -258,7 +256,7 @@ class TrialDisk:
         if os.geteuid() != 0 or mount is None:
             return None
         _sweep()
-        home = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
+        home = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{owner.token()}-"))
         disk = cls(home=home, roots=[Path(r).resolve() for r in roots], kind="", bound=[])
         try:
             if not disk._mount(mount, size_bytes, entries):
@@ -318,11 +316,34 @@ class TrialDisk:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
+@functools.cache
+def engine_shares_mounts() -> bool:
+    """Whether the Docker engine `DOCKER_HOST` names (its socket's peer) runs in this process's mount
+    namespace, so that a bind mount of a trial folder shows the trial's filesystem mounted there rather
+    than the empty folder underneath. Asked once per process; an engine elsewhere (tcp://) does not."""
+    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    if not host.startswith("unix://"):
+        return False
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(5)
+            sock.connect(host[len("unix://"):])
+            creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        pid = struct.unpack("3i", creds)[0]
+        return os.stat(f"/proc/{pid}/ns/mnt").st_ino == os.stat("/proc/self/ns/mnt").st_ino
+    except OSError:
+        return False
+
+
 def open_trial_disk(config: SandboxConfig) -> TrialDisk | None:
-    """The trial's filesystem for a `local` sandbox run as root (None otherwise: the workspace's size is
-    then checked after every command only). A folder where a service of the host already listens (a
-    socket, as AppWorld's bridge makes in `prepare`) cannot move, so such a trial keeps the host's."""
-    if config.kind != "local" or os.geteuid() != 0:
+    """The trial's filesystem for a `local` sandbox run as root, or a `docker` one whose engine shares this
+    host's mounts (None otherwise: the workspace's size is then checked after every command only, and a
+    docker trial's isolation says its disk is not bounded). A folder where a service of the host already
+    listens (a socket, as AppWorld's bridge makes in `prepare`) cannot move, so such a trial keeps the
+    host's."""
+    if config.kind not in ("local", "docker") or os.geteuid() != 0:
+        return None
+    if config.kind == "docker" and not engine_shares_mounts():
         return None
     roots = [Path(config.workspace)] + [Path(m.source) for m in config.mounts if m.writable]
     for root in roots:

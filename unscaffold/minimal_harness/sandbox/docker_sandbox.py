@@ -1,8 +1,17 @@
-"""`docker`: one container per trial, commands run through `docker exec`; the container is always removed."""
+"""`docker`: one container per trial, commands run through `docker exec`; the container is always removed.
+
+After every command (and so before scoring) every process of the container but its init and its keeper
+is ended: the container is paused (frozen, so nothing forks meanwhile), its processes are listed by the
+engine and killed from the host, then it is thawed; where the host cannot reach the container's processes
+(an engine elsewhere) or some will not end, the container is restarted instead. A daemon a command left
+(`setsid`, a double fork) never outlives the command. Disk: the root is read-only, /tmp, /var/tmp and /run
+are sized tmpfs, and the workspace and writable mounts are on the trial's own filesystem (see
+`disk.open_trial_disk`) where the engine shares this host's mounts."""
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import io
 import json
@@ -22,15 +31,18 @@ import docker.errors
 from docker.types import Ulimit
 
 from unscaffold.errors import EnvironmentBroken, SandboxUnavailable
-from unscaffold.minimal_harness.sandbox import images
+from unscaffold.minimal_harness.sandbox import images, owner
 from unscaffold.minimal_harness.sandbox.base import SUITES_IMAGE_DIR, ExecResult, SandboxConfig
-from unscaffold.minimal_harness.sandbox.identity import allocate_uid, hand_over, release_uid
+from unscaffold.minimal_harness.sandbox.identity import allocate_uid, hand_back, hand_over, release_uid
 from unscaffold.minimal_harness.sandbox.local import sandbox_env
 from unscaffold.minimal_harness.sandbox.output import OutputCollector
 from unscaffold.minimal_harness.sandbox.stream import TIMEOUT_EXIT_CODE, finish_output
 
 log = logging.getLogger(__name__)
 LABELS = {"unscaffold": "1"}
+OWNER_LABEL = "unscaffold.owner"  # the token (pid.start) of the process that made the container
+_SETTLE_S = 5.0  # how long killed processes may take to leave the container before it is restarted
+KEEPERS = 2  # processes a container runs between commands: its init (`init: True`) and `sleep infinity`
 UNREACHABLE_HINT = "start the Docker engine (or fix DOCKER_HOST), or pass `--sandbox local`"
 # If the in-container watchdog fails (a process escaped the group and holds the output open),
 # the host stops reading this long after the deadline.
@@ -65,7 +77,7 @@ def context_hash(folder: Path, substitutes: dict[str, str] | None = None) -> str
     """A hash of every file's relative path and bytes (and of any `FROM` substitutes): the same folder
     builds the same image."""
     digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):  # links: never read
         digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     if substitutes:
@@ -142,9 +154,39 @@ def resolve_image(client: Any, config: SandboxConfig) -> tuple[str, str | None]:
     return tag, note
 
 
+def owned_labels() -> dict[str, str]:
+    """The labels of every container made here: found with `docker ps -a --filter label=unscaffold`, and
+    its owner told, so that a later process removes what a killed one left."""
+    return {**LABELS, OWNER_LABEL: owner.token()}
+
+
+def remove_stale_containers(client: Any) -> list[str]:
+    """Remove the containers whose owning process is gone (their ids): a killed run cannot remove its own,
+    and their processes would keep their uids taken."""
+    try:
+        found = client.containers.list(all=True, filters={"label": "unscaffold=1"})
+    except docker.errors.DockerException as e:
+        log.debug("listing containers: %s", e)
+        return []
+    removed = []
+    for container in found:
+        token = (getattr(container, "labels", None) or {}).get(OWNER_LABEL)
+        if token is None or owner.alive(token):
+            continue
+        try:
+            container.remove(force=True)
+            removed.append(container.id)
+        except docker.errors.DockerException as e:
+            log.debug("removing stale container %s: %s", container.id, e)
+    return removed
+
+
+_SWEPT: set[int] = set()  # pids that have removed stale containers (once per process)
+
+
 def seed_workspace(client: Any, image: str, workdir: str, workspace: Path) -> None:
     """Copy the image's `workdir` into the (bind-mounted, so otherwise hiding it) workspace."""
-    holder = client.containers.create(image=image, command=["true"], labels=dict(LABELS))
+    holder = client.containers.create(image=image, command=["true"], labels=owned_labels())
     try:
         try:
             chunks, _ = holder.get_archive(workdir)
@@ -179,7 +221,7 @@ def container_kwargs(config: SandboxConfig, uid: int | None = None) -> dict[str,
         "command": ["sleep", "infinity"],
         "detach": True,
         "init": True,
-        "labels": dict(LABELS),
+        "labels": owned_labels(),
         "working_dir": config.cwd,
         "volumes": volumes,
         "environment": env,
@@ -301,12 +343,21 @@ class DockerSandbox:
         self._closed = False
         self._close_lock = threading.RLock()
         self.uid: int | None = None
+        self._keep: set[int] = set()  # the container's init and keeper, as the engine lists them
+        self.restarts = 0  # times leftover processes would not end and the container was restarted
         image, note = resolve_image(self.client, config)
         self.config = config = config.model_copy(update={"image": image})
         net = "network on" if config.network else "no network"
+        disk = ("the workspace on the trial's own filesystem" if os.path.ismount(config.workspace)
+                else "the workspace's disk not bounded (no filesystem of the trial's own: not root, or the engine "
+                     "does not share this host's mounts)")
         self.isolation = (f"docker container from image {image}" + (f" ({note})" if note else "")
-                          + f": writable workspace at {config.cwd}, read-only root, own pids, {net}")
+                          + f": writable workspace at {config.cwd}, read-only root, own pids, {net}; every process "
+                            f"a command left is ended after it; {disk}")
         Path(config.workspace).mkdir(parents=True, exist_ok=True)
+        if os.getpid() not in _SWEPT:  # before a uid is taken: a stale container keeps its uid in use
+            _SWEPT.add(os.getpid())
+            remove_stale_containers(self.client)
         self.uid = allocate_uid()
         try:
             if config.seed_from_image:
@@ -315,6 +366,7 @@ class DockerSandbox:
             self.container = self._create(container_kwargs(config, self.uid))
             _register(self, self.container.id)
             self.container.start()
+            self._keep = self._keeper_pids()
         except BaseException as e:
             self.close()
             if isinstance(e, docker.errors.DockerException):
@@ -333,9 +385,85 @@ class DockerSandbox:
             return self.client.containers.create(**kwargs)
 
     def execute(self, command: str, timeout_s: float | None = None) -> ExecResult:
-        """Run one command; output streams into a bounded collector, stdout and stderr merged."""
+        """Run one command; output streams into a bounded collector, stdout and stderr merged. Every process
+        it left is ended before this returns (or raises)."""
         if self._closed or self.container is None:
             raise SandboxUnavailable("the docker sandbox is closed")
+        try:
+            return self._execute(command, timeout_s)
+        finally:
+            self.end_leftovers()
+
+    def _pids(self) -> set[int]:
+        """The container's processes as the engine lists them (pids of the engine's host)."""
+        try:
+            listing = self.container.top()
+        except docker.errors.DockerException as e:
+            raise SandboxUnavailable(f"docker top failed: {_one_line(e)}") from None
+        column = listing["Titles"].index("PID")
+        return {int(row[column]) for row in listing.get("Processes") or []}
+
+    def _ours(self, pid: int) -> bool:
+        """Whether host pid `pid` is a process of this container (an engine on another host lists pids
+        that mean other processes here)."""
+        try:
+            return self.container.id in Path(f"/proc/{pid}/cgroup").read_text()
+        except OSError:
+            return False
+
+    def end_leftovers(self) -> None:
+        """End every process but the container's init and keeper: the container is frozen while they are
+        killed from the host, so none forks away. Where one cannot be killed from here or will not end,
+        the container is restarted (which ends them all; /tmp starts empty again)."""
+        if self._closed or self.container is None:
+            return
+        if self._pids() <= self._keep:
+            return
+        container = self.container
+        reachable = True
+        try:
+            container.pause()
+        except docker.errors.DockerException as e:
+            log.debug("pausing %s: %s", container.id, e)
+            reachable = False
+        else:
+            try:
+                for pid in self._pids() - self._keep:
+                    if not self._ours(pid):
+                        reachable = False
+                        continue
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+            finally:
+                container.unpause()
+        end = time.monotonic() + _SETTLE_S
+        while reachable and not self._pids() <= self._keep:
+            if time.monotonic() > end:
+                reachable = False
+                break
+            time.sleep(0.01)
+        if not reachable:
+            self._restart()
+
+    def _keeper_pids(self) -> set[int]:
+        """The processes of a container no command has run in yet: its init and the keeper it starts (both
+        listed once the keeper is running)."""
+        end = time.monotonic() + _SETTLE_S
+        while len(pids := self._pids()) < KEEPERS and time.monotonic() < end:
+            time.sleep(0.01)
+        if len(pids) != KEEPERS:
+            raise SandboxUnavailable(f"the container started {len(pids)} processes, not its init and keeper")
+        return pids
+
+    def _restart(self) -> None:
+        try:
+            self.container.restart(timeout=0)
+        except docker.errors.DockerException as e:
+            raise SandboxUnavailable(f"could not end the processes a command left: {_one_line(e)}") from None
+        self.restarts += 1
+        self._keep = self._keeper_pids()
+
+    def _execute(self, command: str, timeout_s: float | None) -> ExecResult:
         timeout = timeout_s or self.config.timeout_s
         api = self.client.api
         start = time.monotonic()
@@ -385,28 +513,35 @@ class DockerSandbox:
         )
 
     def hand_over_writable(self) -> None:
-        """The workspace and writable mounts belong to the container's user."""
+        """The workspace and writable mounts belong to the container's user (no process of it runs
+        meanwhile: the scorer calls this after copying the tests in)."""
+        self.end_leftovers()
         hand_over(self.config, self.uid)
 
     def close(self) -> None:
-        """Remove the container (force): idempotent, and safe to call from a signal handler or atexit."""
+        """Remove the container (force): idempotent, and safe to call from a signal handler or atexit. The
+        uid is given back only once the container is gone and its files are the host user's again; a
+        container that could not be removed keeps it (a later process removes the container and reclaims
+        the uid once this one has ended)."""
         with self._close_lock:
             if self._closed:
                 return
             self._closed = True
-            if self.uid is not None:
-                release_uid(self.uid)
-            container = self.container
-        if container is None:
-            return
-        try:
-            container.remove(force=True)
-        except docker.errors.NotFound:
-            pass
-        except Exception as e:  # best effort; the label lets `docker ps -a --filter label=unscaffold` find it
-            log.warning("could not remove container %s: %s", getattr(container, "id", "?"), e)
-        finally:
-            _unregister(container.id)
+            container, uid = self.container, self.uid
+        gone = True
+        if container is not None:
+            try:
+                container.remove(force=True)
+            except docker.errors.NotFound:
+                pass
+            except Exception as e:  # best effort; the label lets `docker ps -a --filter label=unscaffold` find it
+                gone = False
+                log.warning("could not remove container %s: %s", getattr(container, "id", "?"), e)
+            finally:
+                _unregister(container.id)
+        if gone and uid is not None:
+            hand_back(self.config, uid)
+            release_uid(uid)
 
     def __enter__(self) -> DockerSandbox:
         return self

@@ -4,7 +4,10 @@ When the host runs as root, each live sandbox gets a user id of its own (named `
 groups, no capabilities) and its writable folders are handed to that id. A uid of its own is what makes the
 process limit hold: the kernel counts processes per uid and ignores the limit for root altogether.
 A uid is held in a registry shared by every process of the host until its sandbox has closed and
-nothing it owned is left, so no later sandbox inherits a file or a process of an earlier one.
+nothing it owned is left, so no later sandbox inherits a file or a process of an earlier one. Each entry
+names its owner (pid and start time): a process that was killed cannot give its uids back, so the next
+process to allocate one reclaims them (`reclaim_stale`) once their owner is gone, their cgroups ended and
+removed, and no process runs as them.
 As an ordinary user, commands keep that user's id inside a user namespace with no capabilities."""
 
 from __future__ import annotations
@@ -15,16 +18,21 @@ import stat
 import threading
 from pathlib import Path
 
+from unscaffold.minimal_harness.sandbox import owner
 from unscaffold.minimal_harness.sandbox.base import SandboxConfig
+from unscaffold.minimal_harness.sandbox.cgroup import SandboxCgroup
 
 # A range far above any distribution's users; each process of the host starts looking in its own block.
 UID_BASE = 1_610_000_000
 UID_BLOCK = 4096
-# One folder per uid held, made atomically (mkdir); a process that dies holding one keeps it taken.
+# One entry per uid held, made atomically: a symbolic link whose target is the owner's token (`pid.start`).
+# Older versions made an empty folder instead; such an entry has no known owner and is never reclaimed.
 REGISTRY = Path("/run/unscaffold-uids")
+CGROUP_PREFIX = "unscaffold-"  # a sandbox's cgroups are named this and its uid
 MAX_DEPTH = 256  # folders below this depth are not handed over (the host never puts files that deep)
 _lock = threading.Lock()
 _in_use: set[int] = set()
+_swept: set[int] = set()  # the pids (this process, or a fork of it) that have reclaimed stale entries
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -36,7 +44,7 @@ def _claim(uid: int) -> bool:
     """Take `uid` in the host-wide registry (False: another sandbox, live or crashed, holds it)."""
     try:
         REGISTRY.mkdir(mode=0o700, exist_ok=True)
-        (REGISTRY / str(uid)).mkdir()
+        os.symlink(owner.token(), REGISTRY / str(uid))
     except FileExistsError:
         return False
     except OSError:
@@ -48,6 +56,9 @@ def allocate_uid() -> int | None:
     """A uid no other sandbox of this host holds; None when not root (nothing to switch)."""
     if not host_is_root():
         return None
+    if os.getpid() not in _swept:
+        _swept.add(os.getpid())
+        reclaim_stale()
     base = UID_BASE + (os.getpid() % 100_000) * UID_BLOCK
     with _lock:
         for slot in range(UID_BLOCK):
@@ -63,8 +74,66 @@ def release_uid(uid: int | None) -> None:
     if uid is not None:
         with _lock:
             _in_use.discard(uid)
-            with contextlib.suppress(OSError):
-                (REGISTRY / str(uid)).rmdir()
+            _remove_entry(REGISTRY / str(uid))
+
+
+def _remove_entry(entry: Path) -> None:
+    try:
+        entry.unlink()
+    except IsADirectoryError:  # as older versions made it
+        with contextlib.suppress(OSError):
+            entry.rmdir()
+    except OSError:
+        pass
+
+
+def _entry_owner(entry: Path) -> str | None:
+    """The owner's token of a registry entry; None when it has none (an older version's folder) or is gone."""
+    try:
+        return os.readlink(entry)
+    except OSError:
+        return None
+
+
+def _held_live(registry: Path, uid: int) -> bool:
+    """Whether a live process (or an older version's entry, owner unknown) holds `uid` now."""
+    entry = registry / str(uid)
+    if not os.path.lexists(entry):
+        return False
+    token = _entry_owner(entry)
+    return token is None or owner.alive(token)
+
+
+def reclaim_stale(registry: Path | None = None, prefix: str | None = None) -> list[int]:
+    """Give back what killed processes left (the uids reclaimed, sorted): the cgroups of sandboxes whose
+    uid no live process holds (their processes ended, the groups removed), then each registry entry whose
+    owner is gone and whose uid no process runs as. A uid some process still runs as stays taken. Each
+    entry is looked at again just before it is removed: a live claim is never taken."""
+    registry = REGISTRY if registry is None else registry
+    prefix = CGROUP_PREFIX if prefix is None else prefix
+    for name in SandboxCgroup.leftovers(prefix):
+        suffix = name[len(prefix):]
+        if suffix.isdigit() and not _held_live(registry, int(suffix)):
+            group = SandboxCgroup.existing(name)
+            if group is not None:
+                group.kill_all()
+                group.remove()
+    try:
+        names = [n for n in os.listdir(registry) if n.isdigit()]
+    except OSError:
+        return []
+    stale = sorted(int(n) for n in names if not _held_live(registry, int(n)))
+    if not stale:
+        return []
+    running = owner.uids_running()
+    reclaimed = []
+    for uid in stale:
+        entry = registry / str(uid)
+        token = _entry_owner(entry)
+        if uid not in running and token is not None and not owner.alive(token):
+            _remove_entry(entry)
+            reclaimed.append(uid)
+    return reclaimed
 
 
 SANDBOX_USER = "sandbox"

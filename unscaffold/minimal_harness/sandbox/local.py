@@ -26,6 +26,7 @@ from unscaffold.minimal_harness.sandbox import shell_server
 from unscaffold.minimal_harness.sandbox.base import ExecResult, SandboxConfig
 from unscaffold.minimal_harness.sandbox.cgroup import SandboxCgroup
 from unscaffold.minimal_harness.sandbox.identity import (
+    CGROUP_PREFIX,
     allocate_uid,
     hand_back,
     hand_over,
@@ -282,7 +283,7 @@ class LocalSandbox:
         try:
             if self.uid is not None:
                 limits = config.limits
-                self.cgroup = SandboxCgroup.create(f"unscaffold-{self.uid}", limits.processes + _SERVER_PROCESSES,
+                self.cgroup = SandboxCgroup.create(f"{CGROUP_PREFIX}{self.uid}", limits.processes + _SERVER_PROCESSES,
                                                    limits.sandbox_memory_bytes)
             self.hand_over_writable()
             self.isolation = self._describe()
