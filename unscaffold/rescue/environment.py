@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from unscaffold.benchmarks.base import Suite, Task
 from unscaffold.knowledge.bank import ToolSpec
 from unscaffold.knowledge.hstar import HStarHarness
+from unscaffold.llm.output_check import repaired_response, response_problem
 from unscaffold.llm.types import AssistantResponse, Message, ToolCall
 from unscaffold.minimal_harness.harness import Harness
 from unscaffold.minimal_harness.sandbox import open_sandbox
@@ -101,8 +102,9 @@ class HarnessEnvironment:
         call = ToolCall(id=f"call_{len(self._transcript)}", name=name,
                         arguments={k: v for k, v in arguments.items() if v is not None})
         response = AssistantResponse(tool_calls=[call])
-        self._transcript.append(response.to_message())
-        problem = format_problem(response, harness.tool_names())
+        unkeepable = response_problem(response)  # a lone surrogate, arguments nested too deep: never run
+        self._transcript.append((repaired_response(response) if unkeepable else response).to_message())
+        problem = unkeepable or format_problem(response, harness.tool_names())
         observation = problem or harness.run_call(call, self._sandbox, self.context.command_timeout_s,
                                                   self._transcript).observation()
         self._transcript.append(Message(role="tool", tool_call_id=call.id, name=name, content=observation))
