@@ -26,6 +26,7 @@ from unscaffold.llm.types import AssistantResponse, Message, ToolCall
 from unscaffold.minimal_harness.harness import Harness
 from unscaffold.minimal_harness.sandbox import open_sandbox
 from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, SandboxKind
+from unscaffold.minimal_harness.sandbox.disk import open_trial_disk
 from unscaffold.minimal_harness.tool import EXECUTE_TOOL, format_problem
 from unscaffold.minimal_harness.trajectory import Trajectory
 
@@ -53,7 +54,8 @@ class HarnessEnvironment:
 
     def __init__(self) -> None:
         self._sandbox: Any = None
-        self._services = contextlib.ExitStack()  # the suite's per-trial services (e.g. an app world's server)
+        # The rollout's filesystem, then the suite's per-trial services (e.g. an app world's server) on top of it.
+        self._services = contextlib.ExitStack()
         self._trial_dir: Path | None = None
         self._task: Task | None = None
         self._transcript: list[Message] = []
@@ -69,6 +71,11 @@ class HarnessEnvironment:
         config.timeout_s = ctx.command_timeout_s
         if isinstance(ctx.harness, HStarHarness):
             config.mounts.append(ctx.harness.mount())
+        # The same bounded filesystem a `run` trial writes to (a write past its size fails inside the
+        # sandbox), from before the services start; nothing of the rollout stays on the host.
+        disk = open_trial_disk(config)
+        if disk is not None:
+            self._services.callback(disk.close)
         self._services.enter_context(ctx.suite.services(self._task, self._trial_dir))
         self._sandbox = open_sandbox(config)
         self._transcript = []
