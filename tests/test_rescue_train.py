@@ -319,6 +319,8 @@ def test_rollouts_write_to_the_bounded_trial_filesystem(tmp_path: Path, monkeypa
     assert opened[0] is not None and opened[0].kind == "an ext4 image of 0.0625 GiB"
     observation = env.execute(command="head -c 100M /dev/zero > fill; echo rc=$?; rm fill; echo ok > out.txt")
     assert "No space left on device" in observation and "rc=1\n" in observation
+    assert env.execute(command="echo \udfff > out.txt") == (  # nothing of it runs, and the transcript keeps it
+        "Format error: the tool arguments cannot be encoded as UTF-8 (it holds a lone surrogate).")
     assert env.get_reward() == 1.0  # the workspace works once the space is freed
     assert list((tmp_path / "work").iterdir()) == []
     mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()]
