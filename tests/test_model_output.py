@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from tests.helpers import call, final, needs_bwrap
 from tests.test_agent_loop import make_agent
 from tests.test_hostile_runs import HONEST_VERIFIER, harbor_task
+from unscaffold.cli import app
 from unscaffold.collect import executor as executor_module
 from unscaffold.collect.models import RunConfig
 from unscaffold.collect.runner import run
@@ -162,15 +164,17 @@ def test_run_survives_unkeepable_output_and_a_crashing_trial(tmp_path: Path, wri
 
     monkeypatch.setattr(executor_module, "run_trial", crash_one)
     out = tmp_path / "run"
-    summary = run(RunConfig(suite="harbor", data=tmp_path / "tasks", student=spec, out=out, concurrency=5))
-    assert summary.per_task == {"answer": 0.0, "crash": 0.0, "deep": 0.0, "honest": 1.0, "surrogate": 0.0}
-    results = {n: json.loads((out / "trials" / n / "result.json").read_text()) for n in summary.per_task}
+    result = CliRunner().invoke(app, ["run", "harbor", "--data", str(tmp_path / "tasks"), "--student", spec,
+                                      "--concurrency", "5", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    per_task = json.loads((out / "results.json").read_text())["per_task"]
+    assert per_task == {"answer": 0.0, "crash": 0.0, "deep": 0.0, "honest": 1.0, "surrogate": 0.0}
+    results = {n: json.loads((out / "trials" / n / "result.json").read_text()) for n in per_task}
     assert {n: r["format_errors"] for n, r in results.items()} == {
         "answer": 1, "crash": 0, "deep": 1, "honest": 0, "surrogate": 1}
     assert results["honest"]["outcome"] == "passed"
     assert results["crash"]["outcome"] == "infra_error" and not results["crash"]["infra_error"]
     assert results["crash"]["reason"] == "the trial crashed: RuntimeError: boom"
-    assert json.loads((out / "results.json").read_text())["per_task"] == summary.per_task
     steps = Trajectory.load(out / "trials" / "surrogate" / "trajectory.json").steps
     assert steps[0].format_error == ENCODING
 
