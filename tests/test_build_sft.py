@@ -132,6 +132,16 @@ def _traj(change=None) -> dict:
         (lambda t: t["messages"].insert(4, {"role": "tool", "tool_call_id": "zz", "content": "x"}),
          "audit:orphan_observation"),
         (lambda t: t["messages"][4].update(content="done <|im_end|>"), "audit:markup_in_text"),
+        (lambda t: t["messages"][4].update(reasoning_content="x</parameter>"), "audit:markup_in_text"),
+        (lambda t: t["messages"][4].update(content="<|eot_id|>"), "audit:markup_in_text"),
+        (lambda t: (t["messages"][2]["tool_calls"][0]["function"]["arguments"].update(
+            command="echo '<|im_end|>\n<|im_start|>user'"), t["steps"][0].update(
+            command="echo '<|im_end|>\n<|im_start|>user'")), "audit:markup_in_tool_call"),
+        (lambda t: t["messages"][2]["tool_calls"][0]["function"].update(
+            arguments='{"command": "ls </function>"}'), "audit:markup_in_tool_call"),
+        (lambda t: t["messages"][2]["tool_calls"][0]["function"].update(name="execute<tool_call>"),
+         "audit:markup_in_tool_call"),
+        (lambda t: t["messages"][3].update(content="<|im_end|> printed by a command"), None),
         (lambda t: t.update(exit_status="turn_limit", final_answer=None), "audit:no_final_answer"),
         (lambda t: t["messages"][0].update(content="You are a different agent."), "audit:system_prompt_changed"),
         (lambda t: t["messages"].pop(1), "audit:no_task_opening"),

@@ -287,3 +287,41 @@ def test_options_the_trainer_cannot_honour_are_refused_before_loading(tmp_path: 
                                       "--vllm-mode", "server", "--out", str(tmp_path / "unused-rescue-run")])
     assert result.exit_code == 2
     assert result.output.strip().splitlines()[-1].startswith("error: --vllm-mode: server mode is not supported")
+
+
+@needs_bwrap
+def test_rollouts_write_to_the_bounded_trial_filesystem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rollout's disk is bounded as a `run` trial's is: a write past the bound fails inside the sandbox,
+    and nothing of the rollout stays on the host."""
+    import os
+
+    from tests.test_hostile_runs import HONEST_VERIFIER, harbor_task
+    from unscaffold.minimal_harness.harness import MinimalHarness
+    from unscaffold.minimal_harness.sandbox import disk
+    from unscaffold.rescue import environment
+
+    if os.geteuid() != 0 or disk._tool("mkfs.ext4") is None:
+        pytest.skip("a filesystem of the trial's own is made only as root, with mkfs.ext4")
+    opened: list[disk.TrialDisk | None] = []
+
+    def small_disk(config):  # the bound `run` uses, made small enough to reach in a test
+        config.limits.workspace_bytes = 64 * 1024**2
+        opened.append(disk.open_trial_disk(config))
+        return opened[-1]
+
+    monkeypatch.setattr(environment, "open_trial_disk", small_disk)
+    harbor_task(tmp_path / "tasks", "t", HONEST_VERIFIER)
+    suite = load_suite("harbor", tmp_path / "tasks")
+    task = suite.tasks()[0]
+    env = environment_class(EnvironmentContext(suite=suite, tasks={task.id: task}, harness_name="minimal",
+                                               harness=MinimalHarness(), work_dir=tmp_path / "work"))()
+    env.reset(task_id=task.id)
+    assert opened[0] is not None and opened[0].kind == "an ext4 image of 0.0625 GiB"
+    observation = env.execute(command="head -c 100M /dev/zero > fill; echo rc=$?; rm fill; echo ok > out.txt")
+    assert "No space left on device" in observation and "rc=1\n" in observation
+    assert env.execute(command="echo \udfff > out.txt") == (  # nothing of it runs, and the transcript keeps it
+        "Format error: the tool arguments cannot be encoded as UTF-8 (it holds a lone surrogate).")
+    assert env.get_reward() == 1.0  # the workspace works once the space is freed
+    assert list((tmp_path / "work").iterdir()) == []
+    mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()]
+    assert [m for m in mounts if m.startswith(str(tmp_path)) or f"unscaffold-disk-{os.getpid()}-" in m] == []

@@ -249,6 +249,29 @@ def test_k_tools(tmp_path: Path) -> None:
     assert small.call("read", {"path": "memory/notes.md", "offset": 54}) == "trings."
 
 
+def test_k_grep_is_bounded_and_refuses_what_re2_cannot_compile(tmp_path: Path) -> None:
+    k = rv.write_k(tmp_path / "k")
+    (tmp_path / "k" / "memory" / "long.md").write_text("a" * 100_000 + "!\nab cd\n")
+    tools = KTools(k)
+    # Catastrophic for a backtracking engine on the 100,000-character line; RE2 answers at once.
+    assert tools.call("grep", {"pattern": r"^(\w+\s?)*$", "path": "memory"}) == "memory/long.md:2: ab cd"
+    assert tools.call("grep", {"pattern": r"(a)\1"}) == (
+        "error: `pattern` is not a regular expression RE2 accepts (no backreferences or lookaround): "
+        "invalid escape sequence: \\1")
+    assert tools.call("grep", {"pattern": "(?=NOTE)"}) == (
+        "error: `pattern` is not a regular expression RE2 accepts (no backreferences or lookaround): "
+        "invalid perl operator: (?=")
+    assert tools.call("grep", {"pattern": "note-(literal"}) == (
+        "error: `pattern` is not a regular expression RE2 accepts (no backreferences or lookaround): "
+        "missing ): note-(literal")
+    assert tools.call("grep", {"pattern": "\udfff"}) == (
+        "error: `pattern` cannot be encoded as UTF-8 (it holds a lone surrogate)")
+    assert tools.call("grep", {"pattern": "x" * 1001}) == (
+        "error: `pattern` is 1001 characters, over the limit of 1000")
+    assert tools.call("grep", {"pattern": "NOTE-LIT.RALS"}) == (
+        "memory/notes.md:1: NOTE-LITERALS: write literal values, not formulas as strings.")
+
+
 # --- registry ----------------------------------------------------------------------------------------------
 
 

@@ -11,8 +11,10 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from unscaffold.errors import InputError
+from unscaffold.llm.output_check import MAX_DEPTH, encodable, repair_value
 
 M = TypeVar("M", bound=BaseModel)
+REPAIR_DEPTH = 2 * MAX_DEPTH  # a record's own nesting (a trajectory's messages, their calls) plus arguments
 
 
 def write_text_atomic(path: Path, text: str, durable: bool = True) -> None:
@@ -39,12 +41,30 @@ def write_text_atomic(path: Path, text: str, durable: bool = True) -> None:
         raise
 
 
-def write_json_atomic(path: Path, data: Any, durable: bool = True) -> None:
+def json_text(data: Any, indent: int | None = None) -> str:
+    """`data` (a model or plain values) as JSON text that always encodes: a record must be written even
+    when it holds what a model emitted (a lone surrogate, a structure nested too deep for the writers),
+    so such a value is written repaired (U+FFFD for the surrogate, a note for the too-deep part)."""
+    try:
+        if isinstance(data, BaseModel):
+            text = data.model_dump_json(indent=indent, exclude_none=True)
+        else:
+            text = json.dumps(data, indent=indent, ensure_ascii=False, default=str)
+        if encodable(text):
+            return text
+    except (ValueError, RecursionError):  # pydantic's serializer raises ValueError for both
+        pass
+    plain: Any = data
     if isinstance(data, BaseModel):
-        text = data.model_dump_json(indent=2, exclude_none=True)
-    else:
-        text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
-    write_text_atomic(path, text + "\n", durable=durable)
+        try:
+            plain = data.model_dump(exclude_none=True)  # the model's own shape, unless it is too deep
+        except (ValueError, RecursionError):
+            plain = data
+    return json.dumps(repair_value(plain, REPAIR_DEPTH), indent=indent, ensure_ascii=False, default=str)
+
+
+def write_json_atomic(path: Path, data: Any, durable: bool = True) -> None:
+    write_text_atomic(path, json_text(data, indent=2) + "\n", durable=durable)
 
 
 def append_jsonl(path: Path, record: Any, durable: bool = False) -> None:
@@ -52,9 +72,7 @@ def append_jsonl(path: Path, record: Any, durable: bool = False) -> None:
 
     `durable=True` adds an fsync (power loss); logs written on every step skip it, since an fsync per
     line serialises concurrent trials on the file system's journal."""
-    line = record.model_dump_json(exclude_none=True) if isinstance(record, BaseModel) else json.dumps(
-        record, ensure_ascii=False, default=str
-    )
+    line = json_text(record)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as f:
         f.write(line + "\n")

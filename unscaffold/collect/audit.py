@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from unscaffold.collect.drop_reasons import DropReason
-from unscaffold.collect.scrub import MARKUP
 
-MARKUP_BYTES = re.compile(MARKUP.pattern.encode())
+# Every control token of the chat templates the project renders (TRL's qwen2_5 for ChatML models such as
+# SmolLM2, qwen3, qwen3_5_think/nothink and their successors, and Llama 3's headers for `hf:` checkpoints
+# that bring theirs). In a trained row any of them would end a turn, open a call or a result, or close a
+# parameter where the template did not: the rendered row would teach the model a broken turn structure.
+CHAT_MARKUP = re.compile(
+    r"<\|[A-Za-z0-9_]+\|>"  # <|im_start|> <|im_end|> <|endoftext|>, Qwen's vision pads, <|eot_id|> <|start_header_id|>
+    r"|</?(?:tool_call|tool_response|tools|think)>"  # Hermes-style calls and results, the tool list, Qwen3 reasoning
+    r"|<function=|</function>|<parameter=|</parameter>"  # Qwen3.5 / Qwen3-Coder XML calls
+)
+CHAT_MARKUP_BYTES = re.compile(CHAT_MARKUP.pattern.encode())
 
 
 def audit(traj: dict[str, Any], reviews: list[dict[str, Any]], system_prompt: str, raw: bytes | None = None,
@@ -24,11 +33,10 @@ def audit(traj: dict[str, Any], reviews: list[dict[str, Any]], system_prompt: st
     body = messages[2:]
     if _answers(body) != [m.get("tool_call_id") for m in body if m["role"] == "tool"] and _orphan(body):
         return DropReason.ORPHAN_OBSERVATION
-    if (raw is None or MARKUP_BYTES.search(raw)) and any(
-        MARKUP.search(m.get("content") or "") or MARKUP.search(m.get("reasoning_content") or "")
-        for m in body if m["role"] != "tool"
-    ):
-        return DropReason.MARKUP_IN_TEXT
+    if raw is None or CHAT_MARKUP_BYTES.search(raw):
+        markup = chat_markup(body)
+        if markup is not None:
+            return markup
     steps = traj.get("steps", [])
     n = len(messages)
     opening = traj.get("opening_messages", 0)
@@ -57,6 +65,24 @@ def audit(traj: dict[str, Any], reviews: list[dict[str, Any]], system_prompt: st
     last = messages[-1]
     if last["role"] != "assistant" or last.get("tool_calls"):
         return DropReason.NO_FINAL_ANSWER
+    return None
+
+
+def chat_markup(body: list[dict[str, Any]]) -> DropReason | None:
+    """Chat-template markup in what the row trains or replays as the model's own: the text and reasoning of
+    every turn but tool results (a command may print anything), and every tool call's name and arguments
+    (a command holding `<|im_end|>\\n<|im_start|>user` would end the turn in the middle of the call)."""
+    for m in body:
+        if m["role"] == "tool":
+            continue
+        if CHAT_MARKUP.search(m.get("content") or "") or CHAT_MARKUP.search(m.get("reasoning_content") or ""):
+            return DropReason.MARKUP_IN_TEXT
+        for call in m.get("tool_calls") or ():
+            function = call.get("function") or {}
+            args = function.get("arguments")
+            text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)  # no `<`, `|` escapes
+            if CHAT_MARKUP.search(str(function.get("name") or "")) or CHAT_MARKUP.search(text):
+                return DropReason.MARKUP_IN_CALL
     return None
 
 

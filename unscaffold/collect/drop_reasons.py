@@ -23,6 +23,7 @@ class DropReason(StrEnum):
     SYSTEM_PROMPT_CHANGED = "audit:system_prompt_changed"
     ORPHAN_OBSERVATION = "audit:orphan_observation"
     MARKUP_IN_TEXT = "audit:markup_in_text"
+    MARKUP_IN_CALL = "audit:markup_in_tool_call"
     STEP_NOT_ASSISTANT = "audit:step_not_assistant"
     STEP_IN_OPENING = "audit:step_in_opening"
     COMMAND_MISMATCH = "audit:command_mismatch"
@@ -52,6 +53,8 @@ EXPLAINED: dict[DropReason, str] = {
     DropReason.SYSTEM_PROMPT_CHANGED: "the system prompt is not the minimal harness's",
     DropReason.ORPHAN_OBSERVATION: "a tool result answers no call of the assistant turn before it",
     DropReason.MARKUP_IN_TEXT: "visible text holds chat-template markup (e.g. <|im_end|>, <tool_call>)",
+    DropReason.MARKUP_IN_CALL: "a tool call's name or arguments hold chat-template markup (e.g. <|im_end|>, "
+                               "</parameter>)",
     DropReason.STEP_NOT_ASSISTANT: "a step's record points at a message that is not an assistant turn",
     DropReason.STEP_IN_OPENING: "a step's record points into the suite's opening (its worked example is not the "
                                 "student's)",

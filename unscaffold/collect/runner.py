@@ -14,9 +14,10 @@ from pathlib import Path
 from unscaffold.benchmarks import Suite, Task, load_suite
 from unscaffold.collect.aggregate import aggregate
 from unscaffold.collect.executor import open_executor
+from unscaffold.collect.executor_spec import RunStopped
 from unscaffold.collect.models import RunConfig, RunResults, TrialResult
 from unscaffold.collect.run_setup import make_provider, select_tasks, trial_context
-from unscaffold.collect.trial import RESULT
+from unscaffold.collect.trial import RESULT, record_crash
 from unscaffold.errors import InputError, UnscaffoldError
 from unscaffold.iojson import append_jsonl, load_model, read_json, write_json_atomic
 from unscaffold.minimal_harness.trajectory import now_iso
@@ -154,8 +155,15 @@ def run_suite(suite: Suite, config: RunConfig, progress: Progress | None = None,
             if trial_dir.exists():  # a half-finished trial (killed run, infrastructure failure) starts over
                 set_aside(trial_dir)
             trial_dir.mkdir(parents=True)
-            append_jsonl(events, {"event": "trial_started", "trial_id": trial_id, "attempt": attempt, "at": now_iso()})
-            result = executor.run_trial(suite, task, trial_id, trial_dir, provider, config, context, attempt=attempt)
+            started = now_iso()
+            append_jsonl(events, {"event": "trial_started", "trial_id": trial_id, "attempt": attempt, "at": started})
+            try:
+                result = executor.run_trial(suite, task, trial_id, trial_dir, provider, config, context,
+                                            attempt=attempt)
+            except RunStopped:
+                raise
+            except Exception as e:  # one trial's failure is that trial's result, never the run's end
+                result = record_crash(suite, task, trial_id, trial_dir, provider.spec, e, attempt, started)
             if not result.infra_error or attempt > config.infra_retries:
                 break
             append_jsonl(events, {"event": "trial_retry", "trial_id": trial_id, "attempt": attempt,

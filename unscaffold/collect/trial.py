@@ -189,6 +189,24 @@ def run_trial(
     return result
 
 
+def record_crash(suite: Suite, task: Task, trial_id: str, trial_dir: Path, student: str, error: Exception,
+                 attempt: int, started_at: str) -> TrialResult:
+    """A trial whose run raised past `run_trial`'s own guard (a bug, or a record that could not be written):
+    recorded as that trial's failure, not run again, so the run and the other trials go on. What the trial
+    saved of its trajectory stays."""
+    exception = f"{type(error).__name__}: {error}"
+    if not (trial_dir / TRAJECTORY).exists():
+        Trajectory(trial_id=trial_id, task_id=task.id, suite=suite.name, student=student, tools=[],
+                   exit_status="error", exception=exception).save(trial_dir / TRAJECTORY)
+    (trial_dir / REVIEWS).touch()
+    result = TrialResult(trial_id=trial_id, task_id=task.id, scenario=task.scenario, reward=0.0,
+                         outcome=Outcome.INFRA_ERROR, reason=f"the trial crashed: {exception}"[:MAX_REASON],
+                         details={"traceback": traceback.format_exc(limit=8)[-4000:]}, exit_status="error",
+                         exception=exception, attempt=attempt, started_at=started_at, ended_at=now_iso())
+    write_json_atomic(trial_dir / RESULT, result)
+    return result
+
+
 def record_infra_failure(suite: Suite, task: Task, trial_id: str, trial_dir: Path, student: str, exception: str,
                          attempt: int, started_at: str) -> TrialResult:
     """An attempt that never reported back (its worker or its node died), recorded as `run_trial` records a

@@ -5,9 +5,9 @@ go through these functions instead of each calling `apply_chat_template` its own
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from unscaffold.llm.output_check import loads_bounded
 from unscaffold.llm.types import Message
 
 END_OF_TURN = "<|im_end|>"  # where a Qwen assistant turn ends: generation stops here, training trains it
@@ -20,8 +20,8 @@ def template_row(message: Message) -> dict[str, Any]:
         args = call["function"].get("arguments")
         if isinstance(args, str):
             try:
-                value = json.loads(args)
-            except json.JSONDecodeError:
+                value = loads_bounded(args)
+            except ValueError:  # not JSON, or nested too deep: rendered as the text it is
                 continue
             if isinstance(value, dict):
                 call["function"]["arguments"] = value

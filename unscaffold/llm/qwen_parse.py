@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any
 
+from unscaffold.llm.output_check import loads_bounded
 from unscaffold.llm.types import AssistantResponse, ToolCall, parse_arguments
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
@@ -127,8 +128,8 @@ def _parse_call(call_id: str, inner: str, types: dict[str, dict[str, Any]]) -> T
 def _parse_json_call(call_id: str, body: str) -> ToolCall:
     """Qwen3 / Hermes: `{"name": ..., "arguments": {...}}`; arguments may also arrive as a JSON string."""
     try:
-        value = json.loads(body)
-    except json.JSONDecodeError:
+        value = loads_bounded(body)
+    except ValueError:  # not JSON, or nested too deep
         value = None
     if isinstance(value, dict) and isinstance(value.get("name"), str):
         args = value.get("arguments", value.get("parameters"))
@@ -182,8 +183,8 @@ def _convert(value: str, kind: Any) -> Any:
     if None in kinds or "string" in kinds:
         return value
     try:
-        return json.loads(value)
-    except json.JSONDecodeError:
+        return loads_bounded(value)
+    except ValueError:
         pass
     literals = {"True": True, "False": False, "None": None}  # the template writes Python's str() of scalars
     return literals.get(value.strip(), value)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from unscaffold.llm.output_check import loads_bounded
 
 
 class Usage(BaseModel):
@@ -93,8 +94,8 @@ def parse_arguments(call_id: str, name: str, raw: str | dict[str, Any] | None) -
     if raw is None or raw == "":
         return ToolCall(id=call_id, name=name, arguments={})
     try:
-        value = json.loads(raw)
-    except json.JSONDecodeError:
+        value = loads_bounded(raw)
+    except ValueError:  # not JSON, or nested too deep (the agent answers with a format error)
         return ToolCall(id=call_id, name=name, arguments=None, raw_arguments=raw)
     if not isinstance(value, dict):
         return ToolCall(id=call_id, name=name, arguments=None, raw_arguments=raw)

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from unscaffold.errors import ModelError
 from unscaffold.flags import flag
 from unscaffold.llm.base import Model
+from unscaffold.llm.output_check import repaired_response, response_problem
 from unscaffold.llm.types import AssistantResponse, Message
 from unscaffold.minimal_harness.harness import Harness, MinimalHarness
 from unscaffold.minimal_harness.sandbox.base import Sandbox
@@ -120,7 +121,11 @@ class Agent:
             usage.cost_usd = (usage.input_tokens * self.config.price_in_per_mtok
                               + usage.output_tokens * self.config.price_out_per_mtok) / 1e6
         self.traj.usage = self.traj.usage + usage
-        response = self.review_hook(list(self.traj.messages), proposal)
+        # Output no record could hold (a lone surrogate, arguments nested too deep) is a format error, never
+        # reviewed: what the transcript keeps of it is repaired, and nothing of it runs.
+        unkeepable = response_problem(proposal)
+        response = proposal if unkeepable else self.review_hook(list(self.traj.messages), proposal)
+        unkeepable = unkeepable or response_problem(response)
         record = StepRecord(
             turn=len(self.traj.steps) + 1,
             message_index=len(self.traj.messages),
@@ -129,8 +134,13 @@ class Agent:
             usage=proposal.usage,
             replaced=response is not proposal,
         )
+        if unkeepable:
+            response = repaired_response(response)
         self.traj.messages.append(response.to_message())
         self.traj.steps.append(record)
+        if unkeepable:
+            self.on_format_error(response, record, unkeepable)
+            return
         if not response.tool_calls:
             block = self.harness.before_finish(response, self.sandbox, self.traj.messages)
             if block is not None:  # h* checks may send the student back to work
@@ -161,6 +171,8 @@ class Agent:
         record.format_error = problem
         for call in response.tool_calls:  # every call id gets an answer, so the transcript stays valid
             self.traj.messages.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=problem))
+        if not response.tool_calls:  # a malformed final answer: the problem comes back as the next user turn
+            self.traj.messages.append(Message(role="user", content=problem))
         self.format_errors_in_row += 1
         self.save()
         if self.format_errors_in_row >= self.config.max_format_errors:

@@ -21,10 +21,12 @@ from pydantic import BaseModel, ConfigDict
 from unscaffold.benchmarks.base import Suite, Task
 from unscaffold.knowledge.bank import ToolSpec
 from unscaffold.knowledge.hstar import HStarHarness
+from unscaffold.llm.output_check import repaired_response, response_problem
 from unscaffold.llm.types import AssistantResponse, Message, ToolCall
 from unscaffold.minimal_harness.harness import Harness
 from unscaffold.minimal_harness.sandbox import open_sandbox
 from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, SandboxKind
+from unscaffold.minimal_harness.sandbox.disk import open_trial_disk
 from unscaffold.minimal_harness.tool import EXECUTE_TOOL, format_problem
 from unscaffold.minimal_harness.trajectory import Trajectory
 
@@ -52,7 +54,8 @@ class HarnessEnvironment:
 
     def __init__(self) -> None:
         self._sandbox: Any = None
-        self._services = contextlib.ExitStack()  # the suite's per-trial services (e.g. an app world's server)
+        # The rollout's filesystem, then the suite's per-trial services (e.g. an app world's server) on top of it.
+        self._services = contextlib.ExitStack()
         self._trial_dir: Path | None = None
         self._task: Task | None = None
         self._transcript: list[Message] = []
@@ -68,6 +71,11 @@ class HarnessEnvironment:
         config.timeout_s = ctx.command_timeout_s
         if isinstance(ctx.harness, HStarHarness):
             config.mounts.append(ctx.harness.mount())
+        # The same bounded filesystem a `run` trial writes to (a write past its size fails inside the
+        # sandbox), from before the services start; nothing of the rollout stays on the host.
+        disk = open_trial_disk(config)
+        if disk is not None:
+            self._services.callback(disk.close)
         self._services.enter_context(ctx.suite.services(self._task, self._trial_dir))
         self._sandbox = open_sandbox(config)
         self._transcript = []
@@ -101,8 +109,9 @@ class HarnessEnvironment:
         call = ToolCall(id=f"call_{len(self._transcript)}", name=name,
                         arguments={k: v for k, v in arguments.items() if v is not None})
         response = AssistantResponse(tool_calls=[call])
-        self._transcript.append(response.to_message())
-        problem = format_problem(response, harness.tool_names())
+        unkeepable = response_problem(response)  # a lone surrogate, arguments nested too deep: never run
+        self._transcript.append((repaired_response(response) if unkeepable else response).to_message())
+        problem = unkeepable or format_problem(response, harness.tool_names())
         observation = problem or harness.run_call(call, self._sandbox, self.context.command_timeout_s,
                                                   self._transcript).observation()
         self._transcript.append(Message(role="tool", tool_call_id=call.id, name=name, content=observation))

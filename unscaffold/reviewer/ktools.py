@@ -5,15 +5,16 @@ look-up never floods the reviewer's context."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from unscaffold.knowledge.kfolder import K
+from unscaffold.llm.output_check import encodable
 
 MAX_OUTPUT = 12_000
 MAX_LS = 200
 MAX_GREP = 100
+MAX_PATTERN = 1_000  # characters of a grep pattern
 
 
 def _fn(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -33,7 +34,8 @@ SCHEMAS: list[dict[str, Any]] = [
         {"path": {**PATH, "default": "."}}, []),
     _fn("read", f"Read a reference file (at most {MAX_OUTPUT} characters from `offset`).",
         {"path": PATH, "offset": {"type": "integer", "minimum": 0, "default": 0}}, ["path"]),
-    _fn("grep", "Search reference files for a regular expression (case-insensitive); prints path:line: text.",
+    _fn("grep", "Search reference files for a regular expression (RE2 syntax: no backreferences or lookaround; "
+        "case-insensitive); prints path:line: text.",
         {"pattern": {"type": "string"}, "path": {**PATH, "default": "."}}, ["pattern"]),
 ]
 NAMES = tuple(s["function"]["name"] for s in SCHEMAS)
@@ -41,6 +43,22 @@ NAMES = tuple(s["function"]["name"] for s in SCHEMAS)
 
 class Refused(Exception):
     pass
+
+
+def matching_lines(lines: list[str], pattern: str) -> list[int]:
+    """Indices of the lines `pattern` matches (case-insensitive), by RE2: no backtracking, so time is
+    linear in the text whatever the pattern. A pattern RE2 cannot compile (a backreference, a lookaround,
+    bad syntax) is refused in one line."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        matches = pc.match_substring_regex(pa.array(lines, type=pa.large_string()), pattern, ignore_case=True)
+    except pa.ArrowInvalid as e:
+        why = str(e).splitlines()[0].removeprefix("Invalid regular expression: ")
+        raise Refused(f"`pattern` is not a regular expression RE2 accepts (no backreferences or lookaround): "
+                      f"{why}") from None
+    return [int(i) for i in pc.indices_nonzero(matches).to_pylist()]
 
 
 class KTools:
@@ -101,19 +119,22 @@ class KTools:
         return chunk
 
     def grep(self, pattern: Any, path: Any = ".") -> str:
+        """Lines of K matching `pattern`, searched with RE2 (through pyarrow), whose time is linear in the
+        text: a reviewer's pattern such as `^(\\w+\\s?)*$` cannot stall the run as a backtracking engine
+        would (holding the interpreter lock, so no trial and no Ctrl-C gets through)."""
         if not isinstance(pattern, str) or not pattern:
             raise Refused("`pattern` must be a non-empty string")
-        try:
-            regex = re.compile(pattern, re.I)
-        except re.error:
-            regex = re.compile(re.escape(pattern), re.I)
+        if len(pattern) > MAX_PATTERN:
+            raise Refused(f"`pattern` is {len(pattern)} characters, over the limit of {MAX_PATTERN}")
+        if not encodable(pattern):
+            raise Refused("`pattern` cannot be encoded as UTF-8 (it holds a lone surrogate)")
         hits: list[str] = []
         for file in self._files(self.resolve(path)):
-            for number, line in enumerate(file.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-                if regex.search(line):
-                    hits.append(f"{self._rel(file)}:{number}: {line[:300]}")
-                    if len(hits) >= MAX_GREP:
-                        return self._cap("\n".join(hits) + f"\n[stopped after {MAX_GREP} matches]")
+            lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
+            for index in matching_lines(lines, pattern):
+                hits.append(f"{self._rel(file)}:{index + 1}: {lines[index][:300]}")
+                if len(hits) >= MAX_GREP:
+                    return self._cap("\n".join(hits) + f"\n[stopped after {MAX_GREP} matches]")
         return self._cap("\n".join(hits) or "(no matches)")
 
     def _cap(self, text: str) -> str:

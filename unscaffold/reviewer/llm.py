@@ -11,6 +11,7 @@ from typing import Any
 
 from unscaffold.knowledge.kfolder import K
 from unscaffold.llm.base import Model
+from unscaffold.llm.output_check import repaired_response, response_problem
 from unscaffold.llm.registry import load_provider
 from unscaffold.llm.types import AssistantResponse, Message, Usage
 from unscaffold.reviewer.base import RawSubmission, ReviewRequest, ReviewSession
@@ -135,7 +136,8 @@ class LLMSession(ReviewSession):
         for _ in range(self.max_k_tools + 2):  # every round but the last spends at least one look-up
             response = self.model.complete(self.messages, self.tools)
             calls, usage = calls + 1, usage + response.usage
-            self.messages.append(response.to_message())
+            kept = repaired_response(response) if response_problem(response) else response  # sent back to it
+            self.messages.append(kept.to_message())
             submit = next((c for c in response.tool_calls if c.name == SUBMIT), None)
             for call in response.tool_calls:
                 if call is not submit:

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from unscaffold.errors import UnscaffoldError
+from unscaffold.llm.output_check import TooDeep, loads_bounded, value_problem
 from unscaffold.llm.types import AssistantResponse, ToolCall
 from unscaffold.minimal_harness.tool import TOOL_NAME
 
@@ -59,13 +60,22 @@ class ReviewSubmission(BaseModel):
 
 
 def _parse(raw: str | dict[str, Any]) -> Any:
-    if not isinstance(raw, str):
-        return raw
-    fenced = _FENCE.match(raw)  # a plain-text reply often wraps the JSON in a code fence
-    try:
-        return json.loads(fenced.group(1) if fenced else raw)
-    except json.JSONDecodeError as e:
-        raise InvalidSubmission(f"submission is not valid JSON: {e.msg}") from None
+    """The submission as JSON values, refused when it could not be kept in a record: nested too deep, or
+    holding text that cannot be encoded (a lone surrogate)."""
+    data: Any = raw
+    if isinstance(raw, str):
+        fenced = _FENCE.match(raw)  # a plain-text reply often wraps the JSON in a code fence
+        try:
+            data = loads_bounded(fenced.group(1) if fenced else raw)
+        except TooDeep as e:
+            raise InvalidSubmission(f"submission is {e}") from None
+        except json.JSONDecodeError as e:
+            raise InvalidSubmission(f"submission is not valid JSON: {e.msg}") from None
+    problem = value_problem(data)
+    if problem:
+        raise InvalidSubmission(f"submission is {problem}" if problem.startswith("nested") else
+                                f"submission holds {problem}")
+    return data
 
 
 def _unknown(data: dict[str, Any], allowed: tuple[str, ...], prefix: str = "") -> None:
@@ -84,9 +94,11 @@ def _check_call(call: Any) -> ReplacementCall:
     arguments = call.get("arguments")
     if isinstance(arguments, str):  # some models send the arguments as JSON text
         try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError:
+            arguments = loads_bounded(arguments)
+        except ValueError:
             raise InvalidSubmission(COMMAND_PROBLEM) from None
+        if value_problem(arguments):  # the text's own escapes may decode to a lone surrogate
+            raise InvalidSubmission(f"submission holds {value_problem(arguments)}")
     if not isinstance(arguments, dict) or set(arguments) != {"command"}:
         raise InvalidSubmission(COMMAND_PROBLEM)
     command = arguments["command"]
