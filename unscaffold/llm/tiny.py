@@ -307,8 +307,10 @@ BUILT_IN = {TINY_PREFIX: QWEN3, HYBRID_NAME: HYBRID, WIDE_NAME: QWEN3}
 
 
 def is_built_in(name: str) -> bool:
-    """`tiny`, `tiny-qwen3.5`, `tiny-wide`, or any with `:TEMPLATE`."""
-    return name.partition(":")[0] in BUILT_IN
+    """`tiny`, `tiny-qwen3.5`, `tiny-wide`, or any with `:TEMPLATE`; or the real `smollm2-135m`."""
+    from unscaffold.llm import smollm
+
+    return name.partition(":")[0] in BUILT_IN or name == smollm.NAME
 
 
 def resolve_model_path(name: str) -> str:
@@ -316,6 +318,10 @@ def resolve_model_path(name: str) -> str:
 
     Lets `--model tiny-qwen3.5`, `hf:tiny-qwen3.5+ADAPTER` and the adapter's recorded base all name the
     same model."""
+    from unscaffold.llm import smollm
+
+    if name == smollm.NAME:
+        return str(smollm.build())
     if not is_built_in(name):
         return name
     prefix, _, template = name.partition(":")
