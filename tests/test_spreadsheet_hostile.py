@@ -167,7 +167,7 @@ def test_libreoffice_runs_sandboxed_with_nothing_of_the_host(tmp_path: Path, mon
              f"(exec 3<>/dev/tcp/127.0.0.1/{listener.getsockname()[1]}) 2>&1 | grep -o -m1 'Connection refused'; "
              "echo done")
     try:
-        done = _run_isolated(["bash", "-c", probe], work, profile, "the probe", 30.0, 1 << 30)
+        done = _run_isolated(["bash", "-c", probe], work, [profile], "the probe", 30.0, 1 << 30)
         with pytest.raises(TimeoutError):
             listener.accept()
     finally:
