@@ -9,7 +9,8 @@ the "soft" share is kept in the details).
 
 Outcomes: a missing, refused, corrupt or wrong output scores 0 with the reason (the student's
 failure), and so do an output the engine cannot recalculate (`recalculation_failed`, the reason
-saying so) and an answer cell whose formula names another workbook (never followed).
+saying so) and an answer cell whose formula names another workbook (never followed; listed as a
+refused artifact, so the trial never becomes training data).
 A case that cannot be judged (a limit or crash while reading or recalculating, a golden
 workbook or answer_position that cannot be used, a formula no engine computes) scores 0 with outcome
 `verifier_error` and the reason. Nothing here raises on a bad output.
@@ -64,6 +65,7 @@ class CaseResult(BaseModel):
     notes: list[str] = Field(default_factory=list)
     refused_link: bool = False
     recalculation_failed: bool = False
+    foreign_references: list[str] = Field(default_factory=list, description="answer cells naming another workbook")
 
 
 def compare_values(golden: WorkbookValues, output: WorkbookValues) -> tuple[int, list[str]]:
@@ -145,6 +147,10 @@ def score_case(case: int, golden: Path, output: Path | Refused, answer_position:
         return _verifier_error(result, f"{label}: {e}")
     result.engine, result.golden_engine = out_values.engine, gold_values.engine
     result.notes = gold_values.notes + out_values.notes
+    result.foreign_references = [f"{quote_sheet(sheet.name)}!{column_letters(col)}{row}: {value}"
+                                 for sheet in out_values.sheets.values()
+                                 for (row, col), value in sorted(sheet.cells.items())
+                                 if isinstance(value, ForeignReference)][:MAX_LISTED]
     try:
         result.checked_cells, mismatches = compare_values(gold_values, out_values)
     except LookupError as e:
@@ -180,6 +186,8 @@ def score_cases(cases: list[tuple[Path, Path | Refused, str]], answer_position: 
         "cases": [r.model_dump(exclude_defaults=True) | {"case": r.case, "passed": r.passed} for r in results],
     }
     refused = [r.reason for r in results if r.refused_link]
+    refused += [f"{r.output} refers to other workbooks in answer cells ({r.foreign_references[0]}); external "
+                "references are never followed" for r in results if r.foreign_references]
     if refused:
         details[REFUSED] = refused
     judged = [r for r in results if not r.passed and r.outcome is None]
