@@ -411,3 +411,19 @@ def test_without_bubblewrap_an_engine_runs_as_nobody_with_nothing_of_the_host(tm
                                 "the probe", 30.0, 1 << 30)
     assert done.stdout.decode().split() == ["65534", "0", str(work)]
     assert (work / "made").stat().st_uid == 0  # handed back after the run
+
+
+def test_a_golden_that_links_elsewhere_is_read_as_saved(tmp_path: Path) -> None:
+    """A real golden may carry a link: its cached values count and no engine loads the linked book; a
+    linked formula cell without a cached value cannot be judged."""
+    golden = with_cached(book(tmp_path / "gold.xlsx", {"S": {"A1": 2, "A2": "='[prices.xlsx]S'!A1"}}), {"A2": 6})
+    answer = book(tmp_path / "out.xlsx", {"S": {"A1": 2, "A2": 6}})
+    row = score_case(1, golden, answer, "A1:A2", engine="formulas")
+    assert (row.passed, row.golden_engine) == (True, "cached")
+    assert row.notes == ["gold.xlsx was not recalculated: it refers to other workbooks ('[prices.xlsx]S'!A1 in A2 "
+                         "of xl/worksheets/sheet1.xml), which are never followed"]
+    bare = book(tmp_path / "bare.xlsx", {"S": {"A1": 2, "A2": "='[prices.xlsx]S'!A1"}})
+    unjudged = score_case(1, bare, answer, "A1:A2", engine="formulas")
+    assert (unjudged.outcome, unjudged.reason) == (
+        "verifier_error", "golden workbook bare.xlsx: 1 formula cell(s) of bare.xlsx in answer_position have no cached "
+                          "value (first S!A2) and the workbook refers to other workbooks, so no engine computes them")
