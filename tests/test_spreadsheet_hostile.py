@@ -411,6 +411,8 @@ def test_without_bubblewrap_an_engine_runs_as_nobody_with_nothing_of_the_host(tm
                                 "the probe", 30.0, 1 << 30)
     assert done.stdout.decode().split() == ["65534", "0", str(work)]
     assert (work / "made").stat().st_uid == 0  # handed back after the run
+    output = book(tmp_path / "out.xlsx", {"S": {"A1": 2, "A2": "=A1*3"}})
+    assert recalc._formulas_engine(output, [("S", 2, 1)], "the engine", 60.0, 3 << 30) == {"values": [["S", 2, 1, 6]]}
 
 
 def test_a_golden_that_links_elsewhere_is_read_as_saved(tmp_path: Path) -> None:

@@ -53,7 +53,6 @@ _PROFILE_ROOT: list[Path] = []
 _PROFILE_LOCK = threading.Lock()
 _POOL: dict[int, list[Worker]] = {}  # idle reader children by memory limit
 _POOL_LOCK = threading.Lock()
-_SCRIPTS: list[Path] = []  # reader.py and ranges.py, alone in a folder an engine's sandbox shows
 NOBODY = 65534  # who an engine runs as without bubblewrap, when the host is root
 ANSWER_BYTES = 64 << 20  # the largest answer the formulas engine may leave
 
@@ -273,7 +272,7 @@ def load_values(path: Path, *, position: str | None = None, ranges: list[Any] | 
     if linked:
         return _unrecalculated(path, linked, position, ranges, output, limits, deadline)
     if chosen == "libreoffice":
-        work = Path(tempfile.mkdtemp(prefix="unscaffold-recalc-"))
+        work = Path(tempfile.mkdtemp(prefix="unscaffold-recalc-", dir=engine_tmp()))
         try:
             converted = _libreoffice_convert(str(libreoffice()), path, work, limits, deadline)
             try:
@@ -347,15 +346,15 @@ def _formulas_engine(path: Path, missing: list[tuple[str, int, int]], what: str,
                      memory_bytes: int) -> dict[str, Any]:
     """The engine's answer for `missing`, computed on a copy of the workbook alone in a fresh folder
     (a formula naming `../x/[book.xlsx]` finds nothing of the host's there), in a bounded sandbox."""
-    work = Path(tempfile.mkdtemp(prefix="unscaffold-formulas-"))
+    work = Path(tempfile.mkdtemp(prefix="unscaffold-formulas-", dir=engine_tmp()))
     try:
         shutil.copyfile(path, work / "book.xlsx")
+        for name in ("reader.py", "ranges.py"):  # the engine's code beside it, nothing else of the project
+            shutil.copyfile(Path(__file__).resolve().parent / name, work / name)
         request = {"path": "book.xlsx", "cells": [list(c) for c in missing]}
         (work / "request.json").write_text(json.dumps(request) + "\n", encoding="utf-8")
-        scripts = _engine_scripts()
-        command = (f"exec {shlex.quote(sys.executable)} -I {shlex.quote(str(scripts / 'reader.py'))} formulas "
-                   "<request.json >answer.json")
-        done = _run_isolated(["/bin/sh", "-c", command], work, [], what, time_s, memory_bytes, readonly=[scripts])
+        command = f"exec {shlex.quote(sys.executable)} -I reader.py formulas <request.json >answer.json"
+        done = _run_isolated(["/bin/sh", "-c", command], work, [], what, time_s, memory_bytes)
         try:
             text = read_untrusted(work, "answer.json", ANSWER_BYTES).decode("utf-8", errors="replace")
         except UntrustedFileError as e:
@@ -376,19 +375,15 @@ def _formulas_engine(path: Path, missing: list[tuple[str, int, int]], what: str,
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _engine_scripts() -> Path:
-    """reader.py and ranges.py copied once per process into a folder of their own, shown read-only to
-    the formulas engine's sandbox (the project package itself, gold among it, never is)."""
-    with _PROFILE_LOCK:
-        if not _SCRIPTS:
-            folder = Path(tempfile.mkdtemp(prefix="unscaffold-engine-"))
-            atexit.register(shutil.rmtree, folder, True)
-            for name in ("reader.py", "ranges.py"):
-                shutil.copyfile(Path(__file__).resolve().parent / name, folder / name)
-                (folder / name).chmod(0o644)
-            folder.chmod(0o755)
-            _SCRIPTS.append(folder)
-    return _SCRIPTS[0]
+def engine_tmp() -> str:
+    """Where engines' folders are made: the temporary folder where `nobody` can reach it, else /tmp (a
+    private $TMPDIR would lock the unprivileged fallback out of its own folder)."""
+    folder = Path(tempfile.gettempdir()).resolve()
+    try:
+        reachable = all(p.stat().st_mode & 0o001 for p in (folder, *folder.parents))
+    except OSError:
+        reachable = False
+    return str(folder) if reachable else "/tmp"
 
 
 def _cell(sheet: str, row: int, col: int) -> str:
@@ -400,7 +395,7 @@ def _profile_dir() -> Path:
     instances sharing one profile refuse to run together."""
     with _PROFILE_LOCK:
         if not _PROFILE_ROOT:
-            root = Path(tempfile.mkdtemp(prefix="unscaffold-lo-"))
+            root = Path(tempfile.mkdtemp(prefix="unscaffold-lo-", dir=engine_tmp()))
             root.chmod(0o711)  # an engine run as `nobody` reaches its own profile, lists none
             _PROFILE_ROOT.append(root)
             atexit.register(shutil.rmtree, _PROFILE_ROOT[0], True)
@@ -438,19 +433,18 @@ def _libreoffice_convert(office: str, path: Path, work: Path, limits: Limits, de
     return converted
 
 
-def _run_isolated(argv: list[str], work: Path, writable: list[Path], what: str, time_s: float, memory_bytes: int,
-                  *, readonly: list[Path] | None = None) -> Finished:
-    """`argv` in a local sandbox over `work` (its working folder) with `writable` and `readonly` folders
-    shown at their own paths; without bubblewrap, a bounded child in `work` with a fixed environment of
-    PATH and HOME only, as `nobody` when the host is root."""
+def _run_isolated(argv: list[str], work: Path, writable: list[Path], what: str, time_s: float, memory_bytes: int
+                  ) -> Finished:
+    """`argv` in a local sandbox over `work` (its working folder) with the `writable` folders shown at
+    their own paths; without bubblewrap, a bounded child in `work` with a fixed environment of PATH and
+    HOME only, as `nobody` when the host is root."""
     if shutil.which("bwrap") is None:
         return _run_unprivileged(argv, work, writable, what, time_s, memory_bytes)
     from unscaffold.minimal_harness.sandbox.base import Limits as SandboxLimits
     from unscaffold.minimal_harness.sandbox.base import Mount, SandboxConfig
     from unscaffold.minimal_harness.sandbox.local import LocalSandbox
 
-    mounts = ([Mount(source=folder, target=str(folder), writable=True) for folder in writable]
-              + [Mount(source=folder, target=str(folder)) for folder in readonly or []])
+    mounts = [Mount(source=folder, target=str(folder), writable=True) for folder in writable]
     config = SandboxConfig(kind="local", workspace=work, timeout_s=time_s, mounts=mounts,
                            limits=SandboxLimits(memory_bytes=memory_bytes, sandbox_memory_bytes=memory_bytes))
     sandbox = LocalSandbox(config)
