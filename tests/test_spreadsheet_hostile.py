@@ -14,6 +14,7 @@ import threading
 import zipfile
 from pathlib import Path
 
+import openpyxl
 import pytest
 
 from tests.helpers import call, final, needs_bwrap
@@ -429,3 +430,29 @@ def test_a_golden_that_links_elsewhere_is_read_as_saved(tmp_path: Path) -> None:
     assert (unjudged.outcome, unjudged.reason) == (
         "verifier_error", "golden workbook bare.xlsx: 1 formula cell(s) of bare.xlsx in answer_position have no cached "
                           "value (first S!A2) and the workbook refers to other workbooks, so no engine computes them")
+
+
+def test_an_external_file_target_stops_recalculation_and_a_hyperlink_does_not(tmp_path: Path) -> None:
+    """A relationship to a file outside the package (a linked image, an OLE object) could be loaded by an
+    engine; a hyperlink is never opened by one."""
+    golden = book(tmp_path / "gold.xlsx", {"S": {"A1": 2, "A2": 6}})
+    wb = openpyxl.Workbook()
+    wb.active.title = "S"
+    wb.active["A1"], wb.active["A2"] = 2, "=A1*3"
+    wb.active["B1"].hyperlink = "http://example.com/x"
+    wb.save(tmp_path / "hyper.xlsx")
+    plain = score_case(1, golden, tmp_path / "hyper.xlsx", "A1:A2", engine="formulas")
+    assert (plain.passed, plain.engine, plain.notes) == (True, "formulas", [])
+    linked = tmp_path / "linked.xlsx"
+    with zipfile.ZipFile(tmp_path / "hyper.xlsx") as src, zipfile.ZipFile(linked, "w") as out:
+        for name in src.namelist():
+            data = src.read(name)
+            if name == "xl/worksheets/_rels/sheet1.xml.rels":
+                data = data.replace(b"</Relationships>", b'<Relationship Id="rId9" Type="http://schemas.openxml'
+                                    b'formats.org/officeDocument/2006/relationships/image" Target="/srv/x.png" '
+                                    b'TargetMode="External"/></Relationships>')
+            out.writestr(name, data)
+    row = score_case(1, golden, linked, "A1:A2", engine="formulas")
+    assert (row.passed, row.engine) == (False, "cached")  # no engine ran, and A2 has no cached value
+    assert row.notes == ["linked.xlsx was not recalculated: it refers to other workbooks (an external target "
+                         "'/srv/x.png' in xl/worksheets/_rels/sheet1.xml.rels), which are never followed"]

@@ -44,6 +44,10 @@ _FOREIGN = re.compile(r"\][\w.]*!|'(?:[^']|'')*[\[\]](?:[^']|'')*'!|'(?:[^']|'')
 _ADDRESS = re.compile(r"[$A-Za-z0-9_.:]*")
 _INDIRECT = re.compile(r"\bINDIRECT\s*\(", re.IGNORECASE)
 _FORMULA_TAGS = {"f", "formula", "formula1", "formula2", "definedName"}
+# Parts whose formulas or relationships can name another file (relationships of external link parts
+# are left to the parts themselves, which are listed whole).
+_SCANNED = re.compile(r"^(?:xl/(?:worksheets|chartsheets|macrosheets|charts)/[^/]+\.xml"
+                      r"|(?!xl/externallinks/)(?:.*/)?_rels/[^/]*\.rels)$")
 
 
 class Failure(Exception):
@@ -130,8 +134,7 @@ def links(request: dict[str, Any]) -> dict[str, Any]:
                     found.append(f"an external link part ({name})")
                 elif lower == "xl/connections.xml":
                     found.append(f"data connections ({name})")
-                elif lower == "xl/workbook.xml" or re.match(r"^xl/(worksheets|chartsheets|macrosheets)/[^/]+\.xml$",
-                                                           lower):
+                elif lower == "xl/workbook.xml" or _SCANNED.match(lower):
                     found += _part_links(archive, name, ET)
                 if len(found) >= MAX_LINKS:
                     break
@@ -161,6 +164,9 @@ def _part_links(archive: zipfile.ZipFile, name: str, ET: Any) -> list[str]:  # n
                             break
                 elif tag == "externalReference":
                     found.append(f"an external reference of {name}")
+                elif (tag == "Relationship" and element.get("TargetMode") == "External"
+                      and not element.get("Type", "").endswith("/hyperlink")):
+                    found.append(f"an external target {element.get('Target', '')[:120]!r} in {name}")
                 if tag in ("c", "row", "definedName", "cfRule", "dataValidation"):
                     element.clear()
     except ET.ParseError as e:
