@@ -1,7 +1,8 @@
 """Scoring the built-in spreadsheet suite's 70 tasks with the oracle, seconds per case, per engine.
 
 Writes every task's input, golden and reference output, then scores each case (a) with LibreOffice
-(where installed) and (b) with the fallback (cached values and the `formulas` engine), goldens computed
+(where installed) and (b) with the `formulas` engine (cached values first: the engine where LibreOffice
+is not installed; reported under the key `fallback`), goldens computed
 afresh for each engine. The baseline, measured in the same run on a sample of cases, is what the
 official pipeline spends per case: one LibreOffice conversion of each of the two workbooks plus
 openpyxl reading both. Targets: every case passes, none comes near its limit, and the mean time per

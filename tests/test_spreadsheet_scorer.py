@@ -131,18 +131,30 @@ def test_cached_golden_values_are_kept(tmp_path: Path, engine: str) -> None:
     assert copy.passed  # the oracle's copy of the golden
 
 
-def test_an_engine_failure_falls_back_to_cached_values_with_a_note(tmp_path: Path, monkeypatch) -> None:
+def test_an_engine_failure_is_a_recalculation_failure_never_another_engine(tmp_path: Path, monkeypatch) -> None:
+    """LibreOffice failing on an output fails the case with a reason that says so (the file's fault); on a
+    golden the case cannot be judged. No other engine steps in."""
     golden = excel_saved_golden(tmp_path)
+    output = book(tmp_path / "out.xlsx", {"S": {"A1": 2, "A2": 5, "B1": "=SUM(A1:A2)", "B2": "link"}})
     monkeypatch.setattr(recalc, "libreoffice", lambda: "/nonexistent/soffice")
-    values = load_values(golden, position="B1:B2")
-    assert (values.engine, values.sheet("S").cells) == ("cached", {(1, 2): 29, (2, 2): "link"})
     # LibreOffice runs in a local sandbox where bubblewrap is at hand (the shell there reports the missing
     # program), else as a bounded child (whose wrapper does)
     missing = ("bash: line 1: /nonexistent/soffice: No such file or directory" if shutil.which("bwrap") else
                "FileNotFoundError: [Errno 2] No such file or directory")
     exit_code = 127 if shutil.which("bwrap") else 1
-    assert values.notes == [f"LibreOffice failed on gold.xlsx (conversion failed (exit {exit_code}): {missing}); used "
-                            "cached values and the formulas engine"]
+    with pytest.raises(recalc.RecalculationFailed) as failed:
+        load_values(golden, position="B1:B2")
+    assert str(failed.value) == f"LibreOffice failed on gold.xlsx (exit {exit_code}): {missing}"
+    score = score_cases([(golden, output, "output/out.xlsx")], "B1:B2")
+    assert (score.reward, score.outcome) == (0.0, "verifier_error")
+    assert score.reason == f"golden workbook gold.xlsx: LibreOffice failed on gold.xlsx (exit {exit_code}): {missing}"
+    plain = book(tmp_path / "plain.xlsx", {"S": {"A1": 2, "A2": 5, "B1": 29, "B2": "link"}})
+    monkeypatch.setattr(recalc, "libreoffice", lambda: "/nonexistent/soffice")
+    case = score_case(1, plain, output, "B1:B2")  # a golden without formulas needs no engine
+    assert (case.passed, case.outcome, case.recalculation_failed) == (False, None, True)
+    assert case.reason == (f"out.xlsx: recalculation failed: LibreOffice failed on out.xlsx (exit {exit_code}): "
+                           f"{missing}")
+    assert (case.engine, case.notes) == ("none", [])
 
 
 def test_a_recalculation_past_its_limit_is_a_verifier_error(tmp_path: Path) -> None:
@@ -188,12 +200,15 @@ def test_memory_limit_is_a_verifier_error(tmp_path: Path) -> None:
 
 
 @needs_libreoffice
-def test_libreoffice_past_its_limit_falls_back(tmp_path: Path) -> None:
+def test_libreoffice_past_its_limit_is_a_verifier_error_with_no_other_engine(tmp_path: Path) -> None:
+    golden = book(tmp_path / "gold.xlsx", {"S": {"A1": 2, "A2": 6}})
     output = book(tmp_path / "out.xlsx", {"S": {"A1": 2, "A2": "=A1*3"}})
-    values = load_values(output, position="A2", engine="libreoffice", limits=Limits(libreoffice_s=0.05))
-    assert (values.engine, values.sheet("S").cells) == ("formulas", {(2, 1): 6})
-    assert values.notes == ["LibreOffice failed on out.xlsx (LibreOffice converting out.xlsx ran past its 0.05 s time "
-                            "limit and was stopped); used cached values and the formulas engine"]
+    score = score_cases([(golden, output, "output/out.xlsx")], "A2", engine="libreoffice",
+                        limits=Limits(libreoffice_s=0.05))
+    assert (score.reward, score.outcome) == (0.0, "verifier_error")
+    assert score.reason == ("output/out.xlsx: LibreOffice converting out.xlsx ran past its 0.05 s time limit and "
+                            "was stopped")
+    assert "formulas" not in score.details["engine"]
 
 
 def test_missing_corrupt_and_unreadable_outputs_score_zero(tmp_path: Path) -> None:
@@ -249,17 +264,20 @@ def test_several_cases_pass_only_together(tmp_path: Path) -> None:
     assert score.details["engine"] == "none" and score.outcome is None
 
 
-def test_python_engine_when_libreoffice_is_missing(tmp_path: Path, monkeypatch) -> None:
+def test_the_engine_is_chosen_once_and_never_replaced(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv(recalc.ENGINE_ENV, raising=False)
     output = book(tmp_path / "out.xlsx", {"S": {"A1": 2, "A2": "=A1*3"}})
     monkeypatch.setattr(recalc, "libreoffice", lambda: None)
-    values = recalc.load_values(output, position="A2", engine="libreoffice")
-    assert (values.engine, values.notes) == (
-        "formulas", ["LibreOffice is not installed; used cached values and the formulas engine"])
+    with pytest.raises(recalc.ScoringError) as missing:
+        recalc.load_values(output, position="A2", engine="libreoffice")
+    assert str(missing.value) == "the libreoffice engine was chosen but LibreOffice (soffice) is not installed"
     assert recalc.load_values(output, position="A2").engine == "formulas"  # auto
     assert recalc.engine_summary() == "formulas (LibreOffice is not installed); cached values first"
+    assert recalc.engine_summary("libreoffice") == (
+        "libreoffice (chosen, not installed: workbooks with formulas cannot be scored)")
     monkeypatch.setattr(recalc, "libreoffice", lambda: "/usr/bin/soffice")
-    assert recalc.engine_summary() == "libreoffice (/usr/bin/soffice); cached values and formulas where it fails"
+    assert recalc.engine_summary() == (
+        "libreoffice (/usr/bin/soffice); a workbook it cannot convert fails with a recalculation failure")
     monkeypatch.setenv(recalc.ENGINE_ENV, "formulas")
     assert recalc.engine_summary() == "formulas (chosen by $UNSCAFFOLD_SPREADSHEET_ENGINE); cached values first"
     monkeypatch.setenv(recalc.ENGINE_ENV, "excel")

@@ -143,10 +143,10 @@ def _step_limits(memory_bytes: int, cpu_s: float) -> dict[int, tuple[int, int]]:
 
 
 def run_bounded(argv: list[str], *, what: str, time_s: float, memory_bytes: int, stdin: bytes = b"",
-                env: dict[str, str] | None = None) -> Finished:
+                env: dict[str, str] | None = None, cwd: str | None = None) -> Finished:
     """Run `argv` to the end within the limits; raises LimitExceeded on a timeout or a fatal signal."""
     proc = spawn(argv, rlimits=_step_limits(memory_bytes, time_s), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                 stderr=subprocess.PIPE, env=env)
+                 stderr=subprocess.PIPE, env=env, cwd=cwd)
     try:
         out, err = proc.communicate(stdin, timeout=time_s)
     except subprocess.TimeoutExpired:

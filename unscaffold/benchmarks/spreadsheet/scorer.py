@@ -8,7 +8,10 @@ nothing. A task with several test cases passes only when all do (the official "h
 the "soft" share is kept in the details).
 
 Outcomes: a missing, refused, corrupt or wrong output scores 0 with the reason (the student's
-failure). A case that cannot be judged (a limit or crash while reading or recalculating, a golden
+failure), and so do an output the engine cannot recalculate (`recalculation_failed`, the reason
+saying so) and an answer cell whose formula names another workbook (never followed; listed as a
+refused artifact, so the trial never becomes training data).
+A case that cannot be judged (a limit or crash while reading or recalculating, a golden
 workbook or answer_position that cannot be used, a formula no engine computes) scores 0 with outcome
 `verifier_error` and the reason. Nothing here raises on a bad output.
 """
@@ -27,7 +30,9 @@ from unscaffold.benchmarks.spreadsheet.intake import Refused
 from unscaffold.benchmarks.spreadsheet.ranges import CellRange, column_letters, quote_sheet
 from unscaffold.benchmarks.spreadsheet.recalc import (
     EngineChoice,
+    ForeignReference,
     Limits,
+    RecalculationFailed,
     ScoringError,
     WorkbookError,
     WorkbookValues,
@@ -59,6 +64,8 @@ class CaseResult(BaseModel):
     mismatch_count: int = 0
     notes: list[str] = Field(default_factory=list)
     refused_link: bool = False
+    recalculation_failed: bool = False
+    foreign_references: list[str] = Field(default_factory=list, description="answer cells naming another workbook")
 
 
 def compare_values(golden: WorkbookValues, output: WorkbookValues) -> tuple[int, list[str]]:
@@ -77,9 +84,10 @@ def compare_values(golden: WorkbookValues, output: WorkbookValues) -> tuple[int,
                   if r1 <= cell[0] <= r2 and c1 <= cell[1] <= c2}
         for row, col in sorted(stored):  # every other cell is empty in both, which matches
             expected, actual = gold_sheet.value(row, col), out_sheet.value(row, col)
-            if not same_value(expected, actual):
+            if isinstance(actual, ForeignReference) or not same_value(expected, actual):
                 where = f"{quote_sheet(name)}!{column_letters(col)}{row}"
-                mismatches.append(f"{where}: expected {show(expected)}, got {show(actual)}")
+                got = repr(actual) if isinstance(actual, ForeignReference) else show(actual)
+                mismatches.append(f"{where}: expected {show(expected)}, got {got}")
     return checked, mismatches
 
 
@@ -124,18 +132,25 @@ def score_case(case: int, golden: Path, output: Path | Refused, answer_position:
         gold_values = golden_values(golden, answer_position, engine, limits, deadline)
     except WorkbookError as e:
         return _verifier_error(result, f"the golden workbook cannot be used: {e}")
-    except (ScoringError, LimitExceeded) as e:
+    except (ScoringError, LimitExceeded, RecalculationFailed) as e:
         return _verifier_error(result, f"golden workbook {golden.name}: {e}")
     try:
         out_values = load_values(output, ranges=[list(r) for r in gold_values.ranges], engine=engine,
-                                 limits=limits, deadline=deadline)
+                                 limits=limits, deadline=deadline, output=True)
     except WorkbookError as e:
         result.reason = f"output {label} cannot be opened: {str(e).removeprefix(output.name + ' ')}"
+        return result
+    except RecalculationFailed as e:
+        result.reason, result.recalculation_failed = f"{label}: recalculation failed: {e}", True
         return result
     except (ScoringError, LimitExceeded) as e:
         return _verifier_error(result, f"{label}: {e}")
     result.engine, result.golden_engine = out_values.engine, gold_values.engine
     result.notes = gold_values.notes + out_values.notes
+    result.foreign_references = [f"{quote_sheet(sheet.name)}!{column_letters(col)}{row}: {value}"
+                                 for sheet in out_values.sheets.values()
+                                 for (row, col), value in sorted(sheet.cells.items())
+                                 if isinstance(value, ForeignReference)][:MAX_LISTED]
     try:
         result.checked_cells, mismatches = compare_values(gold_values, out_values)
     except LookupError as e:
@@ -171,6 +186,8 @@ def score_cases(cases: list[tuple[Path, Path | Refused, str]], answer_position: 
         "cases": [r.model_dump(exclude_defaults=True) | {"case": r.case, "passed": r.passed} for r in results],
     }
     refused = [r.reason for r in results if r.refused_link]
+    refused += [f"{r.output} refers to other workbooks in answer cells ({r.foreign_references[0]}); external "
+                "references are never followed" for r in results if r.foreign_references]
     if refused:
         details[REFUSED] = refused
     judged = [r for r in results if not r.passed and r.outcome is None]

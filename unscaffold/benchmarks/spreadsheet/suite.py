@@ -150,21 +150,24 @@ class SpreadsheetSuite(Suite):
         real = self.real(task.id)
         if real is not None:
             return [(case.number, case.golden) for case in real.cases]
-        path = private / f"1_{task.id}_golden.xlsx"
+        path = private / "gold" / f"1_{task.id}_golden.xlsx"
+        path.parent.mkdir(exist_ok=True)
         builtin.write_workbook(self.built[task.id].golden, path)
         return [(1, path)]
 
     def score(self, task: Task, trial_dir: Path, sandbox: Sandbox, trajectory: Trajectory) -> Score:
         """Compare the answer range of each output with its golden workbook on the host. Each output is
-        copied out of the workspace first, following no link and within the size limit (intake.py);
-        goldens and copies live in a private folder only while scoring."""
+        copied out of the workspace first, following no link and within the size limit (intake.py), alone
+        into a folder of its own; built-in goldens live in another private folder only while scoring, so
+        no relative path in a workbook leads from a copy to a golden."""
         limits = Limits()
         with tempfile.TemporaryDirectory(prefix="unscaffold-score-") as tmp:
             private = Path(tmp)
             cases: list[tuple[Path, Path | Refused, str]] = []
             for n, golden in self.golden_paths(task, private):
                 relative = f"output/{output_name(task.id, n)}"
-                copy = take_out(trial_dir / "workspace", relative, private / output_name(task.id, n), limits.file_bytes)
+                copy = take_out(trial_dir / "workspace", relative, private / f"output-{n}" / output_name(task.id, n),
+                                limits.file_bytes)
                 cases.append((golden, copy, relative))
             return score_cases(cases, task.meta["answer_position"], limits=limits)
 
