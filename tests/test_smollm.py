@@ -84,6 +84,7 @@ def test_changed_weights_are_refused_and_rebuilt(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_a_real_trial_sft_merge_and_a_rescue_step(tmp_path: Path) -> None:
     run = subprocess.run([*CLI, "run", "retrosynthesis", "--student", "hf:smollm2-135m?max_new_tokens=24",
                           "--tasks", "rxn-003", "--max-turns", "1", "--out", str(tmp_path / "run")],
