@@ -23,7 +23,7 @@ RUN_FLAGS = ["--no-preflight", "--student", "--out", "--data", "--split", "--spl
              "--reviewer", "--knowledge", "--budget", "--reviewer-concurrency", "--infra-retries", "--executor",
              "--sandbox",
              "--command-timeout", "--keep-workspace", "--base-image",
-             "--max-turns", "--max-wall", "--max-cost", "--price-in", "--price-out", "--config"]
+             "--max-turns", "--max-wall", "--max-cost", "--output-cut", "--price-in", "--price-out", "--config"]
 
 
 def run_command() -> click.Command:
@@ -47,7 +47,7 @@ def test_the_run_command_has_exactly_its_flags_each_documented_once() -> None:
 def test_the_command_timeout_default_is_one_constant(tmp_path: Path) -> None:
     assert SandboxSettings().command_timeout_s == DEFAULT_COMMAND_TIMEOUT_S
     assert SandboxConfig(workspace=tmp_path).timeout_s == DEFAULT_COMMAND_TIMEOUT_S
-    assert RunConfig(suite="harbor", student="oracle", out=tmp_path).sandbox.command_timeout_s == 60.0
+    assert RunConfig(suite="harbor", student="oracle", out=tmp_path).sandbox.command_timeout_s == 600.0
     assert "command_timeout_s" not in AgentConfig.model_fields
 
 
