@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pydantic import BaseModel
+
 from unscaffold.knowledge.middleware import Hint
 from unscaffold.llm.types import AssistantResponse, Message, Usage
 
@@ -32,6 +34,15 @@ class ReviewRequest:
         return next((m.content for m in self.transcript if m.role == "user"), "")
 
 
+class ContextCut(BaseModel):
+    """What the reviewer's prompt left out of the student-visible transcript (all zero: nothing)."""
+
+    omitted_blocks: int = 0  # oldest turn blocks (a reply or a result) not shown
+    omitted_turns: int = 0  # student turns among them
+    omitted_chars: int = 0  # their characters
+    cut_chars: int = 0  # characters elided from the newest block, when it alone was over the budget
+
+
 @dataclass(frozen=True)
 class RawSubmission:
     """Unchecked reviewer output. `calls`: model invocations it took (0 for a rule table)."""
@@ -49,6 +60,7 @@ class ReviewSession:
 
     skipped: str | None = None
     saved_call: bool = False
+    context_cut: ContextCut | None = None  # what the reviewer's prompt left out of the transcript, if it has one
 
     def next(self, error: str | None) -> RawSubmission | None:
         raise NotImplementedError

@@ -86,6 +86,8 @@ class ReviewHook:
         line["hints"] = [h.model_dump() for h in hints]
         request = ReviewRequest(self.trial_id, self.task_id, turn, list(transcript), proposal, hints, self.k)
         session = self.reviewer.open(request)
+        if session.context_cut is not None:  # counted on every line of a reviewer that reads a rendered prompt
+            line["context_cut"] = session.context_cut.model_dump()
         errors: list[str] = []
         tries = calls = 0
         usage = Usage()
