@@ -64,7 +64,9 @@ def test_leaks_are_dropped_by_reason_and_reviewer_voice_is_masked(adversarial_ru
     assert row["masked_reasoning_turns"] == [2]
     assert row["messages"][2]["reasoning_content"].startswith("The student's proposal ignores ties")
     assert row["replacements"] == 1
-    assert set(row) == {"messages", "tools", "task_id", "trial_id", "replacements", "masked_reasoning_turns"}
+    assert set(row) == {"messages", "tools", "task_id", "trial_id", "replacements", "masked_reasoning_turns",
+                        "source"}
+    assert row["source"] == "reviewer_k"
     assert CANARY not in out.read_text()
     assert CANARY not in (tmp_path / "data.report.json").read_text()
     assert [d.model_dump(exclude={"run"}) for d in report.drops] == [

@@ -244,13 +244,15 @@ def build_sft_command(s: BuildSftSettings, values: dict[str, Any]) -> None:
 
     try:
         report = build_sft(run_dirs, out, min_reward=min_reward, keep_all=keep_all, audits=s.audit,
-                           canaries=canary or [])
+                           include_hstar=s.include_hstar, canaries=canary or [])
     except UnscaffoldError as e:
         fail(e)
     table = Table(title=f"build-sft -> {out}")
     table.add_column("outcome")
     table.add_column("trials", justify="right")
     table.add_row("kept", str(report.kept))
+    for source, count in report.sources.items():
+        table.add_row(f"kept, source {source}", str(count))
     for reason, count in report.dropped.items():
         table.add_row(f"dropped: {reason}", str(count))
     Console().print(table)

@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
 import orjson
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from unscaffold.collect.audit import audit
 from unscaffold.collect.drop_reasons import DropReason
-from unscaffold.collect.models import KNOWLEDGE_RECORD
+from unscaffold.collect.models import KNOWLEDGE_RECORD, RunConfig
 from unscaffold.collect.scrub import REVIEWER_WORDING, Hit, Markers, build_markers, context_around
 from unscaffold.errors import InputError
-from unscaffold.iojson import read_json, write_json_atomic
+from unscaffold.iojson import read_json, validation_error, write_json_atomic
 from unscaffold.knowledge.kfolder import K, load_k
 from unscaffold.minimal_harness.tool import TOOL_NAME, system_prompt
 from unscaffold.outcomes import ERROR_OUTCOMES
@@ -36,6 +36,10 @@ EXTRA_AUDITS: dict[str, DropReason] = {
     "final-answer": DropReason.NO_FINAL_ANSWER,  # the trial ended with a submitted final answer
     "format-errors": DropReason.FORMAT_ERROR,  # no malformed reply anywhere (else its turns are context only)
 }
+
+# Where a row's trajectory came from (its `source`), as the recipe's data-source ablation names them; the
+# published chemistry pass@1 after SFT on each is in PUBLISHED_ABLATION (behaviors/compare.py).
+SOURCES = ("reviewer_k", "empty_k", "gold_reviewer", "hstar", "unreviewed")
 
 CHAT_KEYS = ("role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name")
 CHAT_KEY_SET = frozenset(CHAT_KEYS)
@@ -59,6 +63,8 @@ class BuildReport(BaseModel):
     min_reward: float | None
     keep_all: bool
     audits: list[str] = Field(default_factory=list, description="the extra audits (--audit) that were applied")
+    include_hstar: bool = False
+    sources: dict[str, int] = Field(default_factory=dict, description="kept rows per source label (SOURCES)")
     trials: int = 0
     kept: int = 0
     dropped: dict[str, int] = Field(default_factory=dict, description="trials per DropReason value")
@@ -68,6 +74,24 @@ class BuildReport(BaseModel):
     replacements_kept: int = 0
     markers: dict[str, int] = Field(default_factory=dict, description="how many strings were scanned for, by reason")
     drops: list[DroppedTrial] = Field(default_factory=list, description="every trial not kept, in order, and why")
+
+
+def run_source(run_dir: Path) -> str:
+    """The row label of a run, from its `config.json`: `hstar` (a student under h*), `unreviewed` (no reviewer),
+    `gold_reviewer` (`--reviewer-reads-gold`), `empty_k` (`--empty-k`), else `reviewer_k` (the recipe)."""
+    path = run_dir / "config.json"
+    if not path.is_file():
+        return "reviewer_k" if (run_dir / KNOWLEDGE_RECORD).is_file() else "unreviewed"
+    try:
+        config = RunConfig.model_validate(read_json(path))
+    except ValidationError as e:
+        err = validation_error(str(path), e)
+        raise InputError(str(path), err.field, err.problem) from None
+    if config.harness != "minimal":
+        return "hstar"
+    if not config.reviewer:
+        return "unreviewed"
+    return "gold_reviewer" if config.reviewer_reads_gold else "empty_k" if config.empty_k else "reviewer_k"
 
 
 def run_knowledge(run_dir: Path) -> K | None:
@@ -110,14 +134,18 @@ def malformed_turns(traj: dict[str, Any]) -> list[int]:
 
 
 def judge_row(traj: dict[str, Any], reviews: list[dict[str, Any]], prompt: str, raw: bytes | None = None,
-              *, keep_all: bool = False, audits: Collection[str] = ()
-              ) -> tuple[dict[str, Any] | None, DropReason | None, Hit | None]:
+              *, keep_all: bool = False, audits: Collection[str] = (), include_hstar: bool = False,
+              source: str | None = None) -> tuple[dict[str, Any] | None, DropReason | None, Hit | None]:
     """`build_row` with the reviewer wording that dropped a row. `audits`: the `EXTRA_AUDITS` to apply
-    (`keep_all` applies none). A malformed turn of a kept row is context only, never a target."""
-    if traj.get("harness", "minimal") != "minimal":
+    (`keep_all` applies none). A malformed turn of a kept row is context only, never a target.
+    `include_hstar` (the data-source ablation) keeps a run under h* as it happened: its bank's system prompt
+    and tools, whose calls are then targets (the action-space mismatch the ablation measures). `source`: the
+    row's label."""
+    hstar = traj.get("harness", "minimal") != "minimal"
+    if hstar and not include_hstar:
         return None, DropReason.NOT_DEPLOYMENT_HARNESS, None
     strict = set() if keep_all else set(audits)
-    problem = audit(traj, reviews, prompt, raw, require_final_answer="final-answer" in strict)
+    problem = audit(traj, reviews, None if hstar else prompt, raw, require_final_answer="final-answer" in strict)
     if problem:
         return None, problem, None
     malformed = malformed_turns(traj)
@@ -145,6 +173,7 @@ def judge_row(traj: dict[str, Any], reviews: list[dict[str, Any]], prompt: str, 
         "trial_id": traj["trial_id"],
         "replacements": len(replaced),
         "masked_reasoning_turns": masked,
+        **({"source": source} if source else {}),
     }
     context = [i for i in range(traj.get("opening_messages", 0)) if messages[i]["role"] == "assistant"]
     if context or malformed:  # a suite's worked example and malformed turns: kept as context, never trained
@@ -246,9 +275,9 @@ class Judge:
     """Judges trials of one run; a plain picklable object, so worker processes can run it."""
 
     def __init__(self, markers: Markers, prompt: str, min_reward: float, keep_all: bool, run: str = "",
-                 audits: Collection[str] = ()) -> None:
+                 audits: Collection[str] = (), include_hstar: bool = False, source: str | None = None) -> None:
         self.markers, self.prompt, self.min_reward, self.keep_all = markers, prompt, min_reward, keep_all
-        self.audits = tuple(audits)
+        self.audits, self.include_hstar, self.source = tuple(audits), include_hstar, source
         self.run = run
 
     def __call__(self, trial: str) -> Judged:
@@ -288,7 +317,7 @@ class Judge:
         reviews_path = os.path.join(trial, "reviews.jsonl")
         try:
             row, reason, hit = judge_row(traj, read_reviews(reviews_path), self.prompt, raw, keep_all=self.keep_all,
-                                         audits=self.audits)
+                                         audits=self.audits, include_hstar=self.include_hstar, source=self.source)
         except (KeyError, TypeError, AttributeError, IndexError) as e:
             raise shape_error(path, traj, reviews_path, e) from None
         if row is None:
@@ -438,6 +467,7 @@ def build_sft(
     min_reward: float = 1.0,
     keep_all: bool = False,
     audits: Collection[str] = (),
+    include_hstar: bool = False,
     canaries: list[str] | None = None,
     workers: int | None = None,
 ) -> BuildReport:
@@ -448,7 +478,8 @@ def build_sft(
     if unknown:
         raise InputError("--audit", None, f"unknown audit {unknown[0]!r}; known: {', '.join(EXTRA_AUDITS)}")
     report = BuildReport(runs=[str(r) for r in run_dirs], out=str(out), min_reward=None if keep_all else min_reward,
-                         keep_all=keep_all, audits=[] if keep_all else sorted(set(audits)))
+                         keep_all=keep_all, audits=[] if keep_all else sorted(set(audits)),
+                         include_hstar=include_hstar)
     tally = Tally()
     prompt = system_prompt()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -468,8 +499,12 @@ def build_sft(
                 trials = sorted(e.path for e in os.scandir(trials_dir) if e.is_dir())
                 if pool is None and workers > 1 and len(trials) >= PARALLEL_FROM:
                     pool = ProcessPoolExecutor(workers - 1, mp_context=pool_context(markers))  # this process is one
-                judge = Judge(markers, prompt, min_reward, keep_all, str(run_dir), report.audits)
+                source = run_source(run_dir)
+                judge = Judge(markers, prompt, min_reward, keep_all, str(run_dir), report.audits, include_hstar,
+                              source)
+                before = tally.kept
                 tally.add(judge_run(judge, trials, sink, pool, f"{tmp}.run{index}.part"))
+                report.sources[source] = report.sources.get(source, 0) + tally.kept - before
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -142,8 +142,9 @@ def run_trial(
                 agent_config = config.agent.model_copy(update={"max_wall_s": min(walls) if walls else None,
                                                                "output_cut_chars": output_cut(suite, config)})
                 if context.reviewers is not None:
+                    gold = "\n".join(suite.oracle_commands(task)) if config.reviewer_reads_gold else None
                     hook = ReviewHook(context.reviewers.for_trial(task.id), context.k, config.budget,
-                                      trial_dir / REVIEWS, trial_id, task.id)
+                                      trial_dir / REVIEWS, trial_id, task.id, gold=gold)
                 agent = Agent(provider.for_trial(task.id), sandbox, traj, config=agent_config,
                               save_path=trial_dir / TRAJECTORY, harness=context.harness,
                               review_hook=hook or pass_through)

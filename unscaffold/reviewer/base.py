@@ -28,6 +28,7 @@ class ReviewRequest:
     proposal: AssistantResponse
     hints: list[Hint] = field(default_factory=list)
     k: K | None = None
+    gold: str | None = None  # ablation only (`--reviewer-reads-gold`): the task's reference solution
 
     def task(self) -> str:
         """The task text: the first user message (what remedies extract their arguments from)."""

@@ -112,6 +112,12 @@ def render_hints(hints: list[Hint]) -> str:
     return "# Middleware hints (component_id / evidence / instruction)\n" + "\n".join(lines)
 
 
+def render_gold(gold: str) -> str:
+    """The gold-reading reviewer of the data-source ablation: the reference solution, which the recipe's
+    reviewer never sees (its replacement must still rest on what the student can see)."""
+    return "# Reference solution of this task (gold answer)\n```bash\n" + gold + "\n```"
+
+
 def render_request(request: ReviewRequest) -> tuple[str, ContextCut]:
     """The reviewer's user message, and what the context budget left out of it."""
     transcript, cut = fit_transcript(request.transcript)
@@ -119,5 +125,6 @@ def render_request(request: ReviewRequest) -> tuple[str, ContextCut]:
         "# Visible transcript\n" + transcript,
         render_proposal(request.proposal, request.turn),
         render_hints(request.hints),
+        *([render_gold(request.gold)] if request.gold is not None else []),
         "Review the pending proposal now and answer with `submit_review`.",
     ]), cut

@@ -48,6 +48,7 @@ class Prepared:
     dropped: list[Dropped] = field(default_factory=list)
     rows_used: int = 0
     rows_split: list[int] = field(default_factory=list)  # rows trained turn by turn without --split-turns
+    sources: dict[str, int] = field(default_factory=dict)  # rows per `source` label (build-sft's), when rows have one
 
     def dropped_by_reason(self) -> dict[str, int]:
         return dict(sorted(Counter(d.reason for d in self.dropped).items()))
@@ -181,6 +182,8 @@ def prepare(rows: list[SFTRow], tokenizer: Any, *, max_length: int, split_turns:
     """Render every row (or every turn with `split_turns`, or of a row a tokenizer merge breaks); too long,
     unrenderable or prefix-breaking rows are dropped and recorded with their row index and turn, never cut."""
     out = Prepared(rows=len(rows))
+    labels = Counter(str(row.model_extra.get("source")) for row in rows if (row.model_extra or {}).get("source"))
+    out.sources = dict(sorted(labels.items()))
     for i, row in enumerate(rows):
         if progress is not None:
             progress()
