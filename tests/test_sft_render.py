@@ -197,7 +197,8 @@ def test_bad_rows_name_the_line_and_field(tmp_path: Path) -> None:
     path = write_rows(tmp_path / "d.jsonl", [row, no_messages])
     with pytest.raises(InputError) as err:
         read_rows(path)
-    assert str(err.value) == f"{path}: line 2: messages: missing (a build-sft row has messages and tools)"
+    assert str(err.value) == (f"{path}: line 2: messages: missing (a build-sft row has messages and tools; a TRL "
+                              "row has messages, or prompt and completion)")
     write_rows(path, [{**row, "masked_reasoning_turns": [3]}])
     with pytest.raises(InputError) as err:
         read_rows(path)
@@ -228,7 +229,8 @@ def test_inspect_sft_json_is_the_segments_the_loss_sees(tiny_model_dir: Path, tm
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--row", "5"], "{data}: --row: 5 is out of range: the file has 2 rows"),
-    (["--row", "1"], "{data}: row 1: messages: missing (a build-sft row has messages and tools)"),
+    (["--row", "1"], "{data}: row 1: messages: missing (a build-sft row has messages and tools; a TRL row has "
+                     "messages, or prompt and completion)"),
     (["--row", "0", "--model", "/nowhere/model"],
      "--model: '/nowhere/model' is not a model folder (nor a hub id, nor tiny)"),
     (["--row", "0"], "{data}: row 0: turn 1: the generation prompt is not a text prefix of the full rendering (the "
