@@ -120,3 +120,20 @@ def test_compare_prints_the_published_figure_beside_a_single_source_run() -> Non
         ["gold", "gold_reviewer", "20.0", "reviewer that reads the gold answer 15.0"],
         ["hstar", "hstar", "10.0", "strong model with h* 3.0; student with h* 12.0"]])
     assert {v for figures in PUBLISHED_ABLATION.values() for _, v in figures} == {30.0, 11.0, 15.0, 3.0, 12.0}
+
+
+def test_the_gold_reviewer_needs_a_reference_solution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from unscaffold.benchmarks.registry import load_suite
+    from unscaffold.collect.run_setup import trial_context
+
+    suite = load_suite("retrosynthesis")
+
+    def no_oracle(task: object) -> list[str]:
+        raise InputError("--student", None, "this suite has no oracle")
+
+    monkeypatch.setattr(suite, "oracle_commands", no_oracle)
+    config = RunConfig(suite="retrosynthesis", student="oracle", out=tmp_path, task_ids=[TASK],
+                       reviewer="passthrough", reviewer_reads_gold=True)
+    with pytest.raises(InputError) as err:
+        trial_context(suite, config)
+    assert str(err.value) == "--reviewer-reads-gold: no reference solution to read: this suite has no oracle"

@@ -60,6 +60,11 @@ def trial_context(suite: Suite, config: RunConfig) -> TrialContext:
             reviewers = ThrottledReviewers(reviewers, config.reviewer_concurrency)
         if config.empty_k and config.knowledge:
             raise InputError("--empty-k", None, "the reviewer works without K: drop --knowledge")
+        if config.reviewer_reads_gold:  # the gold is the task's reference solution: the suite must have one
+            try:
+                suite.oracle_commands(select_tasks(suite, config)[0])
+            except InputError as e:
+                raise InputError("--reviewer-reads-gold", None, f"no reference solution to read: {e.problem}") from None
         knowledge = None if config.empty_k else config.knowledge or suite.k_path()
         if knowledge is not None:
             k = load_k(knowledge)
