@@ -79,3 +79,13 @@ def trl_format(row: dict[str, Any]) -> dict[str, Any]:
             m["reasoning"] = m.pop("reasoning_content")
         messages.append(m)
     return {"messages": messages, "tools": row["tools"], "masked_reasoning_turns": row["masked_reasoning_turns"]}
+
+
+def prompt_completion_format(row: dict[str, Any]) -> dict[str, Any]:
+    """`trl_format` split as TRL's prompt/completion conversational rows: system and task as the prompt, the
+    rest as the completion, `tools` as a JSON string (as an Arrow-backed dataset stores them)."""
+    trl = trl_format(row)
+    messages = trl["messages"]
+    first = next(i for i, m in enumerate(messages) if m["role"] == "assistant")
+    return {"prompt": messages[:first], "completion": messages[first:], "tools": json.dumps(trl["tools"]),
+            "masked_reasoning_turns": trl["masked_reasoning_turns"]}

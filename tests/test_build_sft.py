@@ -64,7 +64,9 @@ def test_leaks_are_dropped_by_reason_and_reviewer_voice_is_masked(adversarial_ru
     assert row["masked_reasoning_turns"] == [2]
     assert row["messages"][2]["reasoning_content"].startswith("The student's proposal ignores ties")
     assert row["replacements"] == 1
-    assert set(row) == {"messages", "tools", "task_id", "trial_id", "replacements", "masked_reasoning_turns"}
+    assert set(row) == {"messages", "tools", "task_id", "trial_id", "replacements", "masked_reasoning_turns",
+                        "source"}
+    assert row["source"] == "reviewer_k"
     assert CANARY not in out.read_text()
     assert CANARY not in (tmp_path / "data.report.json").read_text()
     assert [d.model_dump(exclude={"run"}) for d in report.drops] == [
@@ -153,7 +155,7 @@ def _traj(change=None) -> dict:
 )
 def test_audit_reasons(change, reason) -> None:
     traj = _traj(change)
-    row, why = build_row(traj, [], system_prompt())
+    row, why = build_row(traj, [], system_prompt(), audits=("final-answer", "format-errors"))
     assert why == reason
     assert (row is not None) == (reason is None)
 
@@ -358,9 +360,12 @@ def test_keep_all_keeps_every_trial_with_a_trajectory_and_names_the_rest(tmp_pat
     (trials / "t00005" / "result.json").write_text(json.dumps({"reward": 0.0, "exception": "boom"}))
     (trials / "t00006").mkdir()  # an exception before the first step: a result, no trajectory
     (trials / "t00006" / "result.json").write_text(json.dumps({"reward": 0.0, "exception": "sandbox refused"}))
-    strict = build_sft([run_dir], tmp_path / "strict.jsonl")
+    strict = build_sft([run_dir], tmp_path / "strict.jsonl", audits=["final-answer", "format-errors"])
     assert strict.dropped == {"audit:no_final_answer": 1, "exception": 2, "format_error": 1, "infra_error": 1,
                               "low_reward": 1, "unfinished": 1}
+    paper = build_sft([run_dir], tmp_path / "paper.jsonl")  # the recipe's filter: reward 1.0, no exception
+    assert paper.dropped == {"exception": 2, "infra_error": 1, "low_reward": 1, "unfinished": 1}
+    assert (paper.kept, paper.audits, paper.untrained_turns) == (2, [], 1)  # the turn-limit and malformed trials
     result = CliRunner().invoke(app, ["build-sft", str(run_dir), "--out", str(tmp_path / "all.jsonl"), "--keep-all"])
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "all.report.json").read_text())

@@ -28,6 +28,7 @@ from unscaffold.minimal_harness.sandbox.docker_sandbox import (
     exec_argv,
     live_container_ids,
 )
+from unscaffold.minimal_harness.sandbox.output import HEAD_CHARS, TAIL_CHARS
 from unscaffold.minimal_harness.sandbox.stream import TIMEOUT_EXIT_CODE, timeout_note
 
 # ---------------------------------------------------------------- pure functions
@@ -337,7 +338,8 @@ def test_large_output_is_bounded(tmp_path: Path) -> None:
     client = FakeClient([b"x" * 65536] * 100)
     with DockerSandbox(_config(tmp_path), client=client) as sb:
         result = sb.execute("yes x", timeout_s=5)
-    assert result.elided_chars > 0 and len(result.output) < 20_000
+    assert result.elided_chars == 100 * 65536 - HEAD_CHARS - TAIL_CHARS
+    assert len(result.output) < HEAD_CHARS + TAIL_CHARS + 100
 
 
 def test_close_removes_exactly_once(tmp_path: Path) -> None:

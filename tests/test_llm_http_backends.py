@@ -246,7 +246,8 @@ def test_openai_request_body(server: FakeServer) -> None:
         {
             "role": "assistant",
             "content": "",
-            "reasoning_content": "Earlier thinking, sent back.",  # what a vLLM-served Qwen template renders
+            "reasoning": "Earlier thinking, sent back.",  # what vLLM hands the chat template
+            "reasoning_content": "Earlier thinking, sent back.",  # and SGLang
             "tool_calls": [
                 {"id": "call_0", "type": "function",
                  "function": {"name": "execute", "arguments": '{"command": "pwd"}'}},
@@ -264,9 +265,25 @@ def test_openai_own_api_gets_no_reasoning_field(monkeypatch: pytest.MonkeyPatch)
     assert OpenAIModel("openai:gpt-test", "gpt-test", api_key="k").wire_messages([turn]) == [
         {"role": "assistant", "content": "Done."}]
     served = OpenAIModel("openai:q", "q", api_key="k", base_url="http://127.0.0.1:1/v1")
-    assert served.wire_messages([turn]) == [{"role": "assistant", "content": "Done.", "reasoning_content": "Thought."}]
+    assert served.wire_messages([turn]) == [{"role": "assistant", "content": "Done.", "reasoning": "Thought.",
+                                             "reasoning_content": "Thought."}]
     assert OpenAIModel("openai:q", "q", api_key="k", send_reasoning=True).wire_messages([turn]) == \
         served.wire_messages([turn])
+    for kind, field in (("vllm", "reasoning"), ("sglang", "reasoning_content")):
+        known = OpenAIModel("openai:q", "q", api_key="k", base_url="http://127.0.0.1:1/v1", server=kind)
+        assert known.wire_messages([turn]) == [{"role": "assistant", "content": "Done.", field: "Thought."}]
+
+
+def test_the_server_kind_is_an_option_of_the_spec() -> None:
+    from unscaffold.errors import InputError
+    from unscaffold.llm.registry import parse_spec
+
+    spec = parse_spec("openai:qwen@http://127.0.0.1:8000/v1?server=vllm")
+    assert (spec.target, spec.base_url, spec.server) == ("qwen", "http://127.0.0.1:8000/v1", "vllm")
+    assert parse_spec("openai:qwen@http://127.0.0.1:8000/v1").server is None
+    with pytest.raises(InputError) as err:
+        parse_spec("openai:qwen@http://h/v1?server=tgi")
+    assert str(err.value) == "--student: openai server 'tgi' is not one of vllm, sglang"
 
 
 def test_openai_needs_a_key_without_a_server() -> None:

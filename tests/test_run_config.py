@@ -20,10 +20,11 @@ from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, S
 
 RUN_FLAGS = ["--no-preflight", "--student", "--out", "--data", "--split", "--split-file", "--tasks", "--trials",
              "--concurrency", "--harness", "--finish-checks", "--opening", "--router", "--router-validation",
-             "--reviewer", "--knowledge", "--budget", "--reviewer-concurrency", "--infra-retries", "--executor",
+             "--reviewer", "--knowledge", "--budget", "--reviewer-reads-gold", "--empty-k",
+             "--reviewer-concurrency", "--infra-retries", "--executor",
              "--sandbox",
              "--command-timeout", "--keep-workspace", "--base-image",
-             "--max-turns", "--max-wall", "--max-cost", "--price-in", "--price-out", "--config"]
+             "--max-turns", "--max-wall", "--max-cost", "--output-cut", "--price-in", "--price-out", "--config"]
 
 
 def run_command() -> click.Command:
@@ -47,7 +48,7 @@ def test_the_run_command_has_exactly_its_flags_each_documented_once() -> None:
 def test_the_command_timeout_default_is_one_constant(tmp_path: Path) -> None:
     assert SandboxSettings().command_timeout_s == DEFAULT_COMMAND_TIMEOUT_S
     assert SandboxConfig(workspace=tmp_path).timeout_s == DEFAULT_COMMAND_TIMEOUT_S
-    assert RunConfig(suite="harbor", student="oracle", out=tmp_path).sandbox.command_timeout_s == 60.0
+    assert RunConfig(suite="harbor", student="oracle", out=tmp_path).sandbox.command_timeout_s == 600.0
     assert "command_timeout_s" not in AgentConfig.model_fields
 
 
@@ -60,7 +61,7 @@ def test_flat_settings_of_earlier_config_json_are_nested(tmp_path: Path) -> None
     assert config.identity() == RunConfig.identity_of(flat) == {
         "suite": "harbor", "student": "oracle", "data": None, "split": None, "split_file": None, "task_ids": None,
         "trials": 1, "harness": "minimal", "opening": None, "finish_checks": True, "reviewer": None,
-        "knowledge": None, "budget": 5, "max_turns": 7}
+        "knowledge": None, "budget": 5, "reviewer_reads_gold": False, "empty_k": False, "max_turns": 7}
     assert RunConfig.model_validate(config.model_dump(mode="json")) == config
 
 

@@ -15,6 +15,7 @@ from tests.helpers import eventually, needs_bwrap
 from unscaffold.errors import SandboxUnavailable
 from unscaffold.minimal_harness.sandbox import SandboxConfig, open_sandbox
 from unscaffold.minimal_harness.sandbox.local import INSTALL_HINT, LocalSandbox, bwrap_argv
+from unscaffold.minimal_harness.sandbox.output import HEAD_CHARS, TAIL_CHARS
 
 pytestmark = needs_bwrap
 
@@ -108,10 +109,10 @@ def test_timeout_returns_and_kills_grandchildren(box) -> None:
 def test_fifty_megabytes_of_output_is_truncated(box) -> None:
     r = box.execute("head -c 50000000 /dev/zero | tr '\\0' 'x'; echo; echo END")
     assert r.exit_code == 0
-    assert r.elided_chars == 50_000_005 - 10_000
+    assert r.elided_chars == 50_000_005 - HEAD_CHARS - TAIL_CHARS
     assert f"\n[... {r.elided_chars} characters elided ...]\n" in r.output
-    assert len(r.output) < 10_100
-    assert r.output.startswith("x" * 5000 + "\n[... ")
+    assert len(r.output) < HEAD_CHARS + TAIL_CHARS + 100
+    assert r.output.startswith("x" * HEAD_CHARS + "\n[... ")
     assert r.output.endswith("x\nEND\n")
 
 

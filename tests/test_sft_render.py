@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fixtures_qwen import TOKENIZERS, model_dir, qwen_bpe_qwen3_dir, qwen_bpe_think_dir  # noqa: F401  (fixtures)
 from fixtures_tiny import tiny_model_dir, tiny_qwen3_dir  # noqa: F401  (pytest fixtures)
-from sft_rows import TOOLS, reviewed_row, trl_format, two_queries_row, write_rows
+from sft_rows import TOOLS, prompt_completion_format, reviewed_row, trl_format, two_queries_row, write_rows
 
 from tests.helpers import trained_runs
 from unscaffold.errors import InputError
@@ -197,7 +197,8 @@ def test_bad_rows_name_the_line_and_field(tmp_path: Path) -> None:
     path = write_rows(tmp_path / "d.jsonl", [row, no_messages])
     with pytest.raises(InputError) as err:
         read_rows(path)
-    assert str(err.value) == f"{path}: line 2: messages: missing (a build-sft row has messages and tools)"
+    assert str(err.value) == (f"{path}: line 2: messages: missing (a build-sft row has messages and tools; a TRL "
+                              "row has messages, or prompt and completion)")
     write_rows(path, [{**row, "masked_reasoning_turns": [3]}])
     with pytest.raises(InputError) as err:
         read_rows(path)
@@ -228,7 +229,8 @@ def test_inspect_sft_json_is_the_segments_the_loss_sees(tiny_model_dir: Path, tm
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--row", "5"], "{data}: --row: 5 is out of range: the file has 2 rows"),
-    (["--row", "1"], "{data}: row 1: messages: missing (a build-sft row has messages and tools)"),
+    (["--row", "1"], "{data}: row 1: messages: missing (a build-sft row has messages and tools; a TRL row has "
+                     "messages, or prompt and completion)"),
     (["--row", "0", "--model", "/nowhere/model"],
      "--model: '/nowhere/model' is not a model folder (nor a hub id, nor tiny)"),
     (["--row", "0"], "{data}: row 0: turn 1: the generation prompt is not a text prefix of the full rendering (the "
@@ -326,13 +328,36 @@ def test_trl_format_rows_inspect_like_build_sft_rows(kind: str, request: pytest.
     from unscaffold.cli import app
 
     path = model_dir(request, kind, "qwen3_5_think")
-    rows = write_rows(tmp_path / "rows.jsonl", [reviewed_row(), trl_format(reviewed_row())])
+    rows = write_rows(tmp_path / "rows.jsonl", [reviewed_row(), trl_format(reviewed_row()),
+                                                prompt_completion_format(reviewed_row())])
     parsed = read_rows(rows)
     assert [c.id for m in parsed[1].messages for c in m.tool_calls or ()] == ["call_2_0", "call_4_0"]
     assert [m.tool_call_id for m in parsed[1].messages if m.role == "tool"] == ["call_2_0", "call_4_0"]
     assert parsed[1].messages[4].reasoning_content == "The student proposal skipped a check."
+    assert parsed[2].messages == parsed[1].messages and parsed[2].tools == parsed[0].tools == TOOLS
+    assert parsed[2].context_turns == []
     outputs = [CliRunner().invoke(app, ["inspect-sft", str(rows), "--model", str(path), "--row", str(n), "--json"])
-               for n in (0, 1)]
-    assert [r.exit_code for r in outputs] == [0, 0]
-    assert json.loads(outputs[1].output) == json.loads(outputs[0].output)
+               for n in (0, 1, 2)]
+    assert [r.exit_code for r in outputs] == [0, 0, 0]
+    assert json.loads(outputs[1].output) == json.loads(outputs[0].output) == json.loads(outputs[2].output)
     assert any(s["trained"] and "cat a.txt" in s["text"] for s in json.loads(outputs[1].output))
+
+
+def test_prompt_completion_rows_train_only_the_completion_and_name_bad_tools(tmp_path: Path) -> None:
+    from unscaffold.errors import InputError
+
+    row = prompt_completion_format(reviewed_row())
+    row["prompt"] = row["prompt"] + row["completion"][:2]  # an assistant turn in the prompt: context only
+    row["completion"] = row["completion"][2:]
+    [parsed] = read_rows(write_rows(tmp_path / "a.jsonl", [row]))
+    assert parsed.context_turns == [2]
+    bad = {**prompt_completion_format(reviewed_row()), "tools": "[{not json"}
+    path = write_rows(tmp_path / "b.jsonl", [bad])
+    with pytest.raises(InputError) as err:
+        read_rows(path)
+    assert str(err.value).startswith(f"{path}: line 1: tools: a JSON string that is not valid JSON: ")
+    path = write_rows(tmp_path / "c.jsonl", [{"prompt": "Do it.", "completion": []}])
+    with pytest.raises(InputError) as err:
+        read_rows(path)
+    assert str(err.value) == (f"{path}: line 1: prompt: expected a list of messages (TRL's conversational "
+                              "prompt/completion format)")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sft_rows import TOOLS, overfit_rows, trl_format, write_rows
+from sft_rows import TOOLS, overfit_rows, prompt_completion_format, trl_format, write_rows
 from typer.testing import CliRunner
 
 from unscaffold.cli import app
@@ -182,8 +182,13 @@ def test_trl_format_rows_train_like_build_sft_rows(learnable_tiny: Path, tmp_pat
     assert "tool_call_id" not in theirs.read_text() and '"id"' not in theirs.read_text()
     config = quick_config(learnable_tiny, max_steps=2, per_device_batch_size=4, save_steps=10)
     train_sft(ours, tmp_path / "ours", config, progress=False)
+    split = write_rows(tmp_path / "pc.jsonl", [prompt_completion_format(r) for r in rows])
     train_sft(theirs, tmp_path / "trl", config, progress=False)
-    first, second = (json.loads((tmp_path / run / "summary.json").read_text()) for run in ("ours", "trl"))
+    train_sft(split, tmp_path / "pc", config, progress=False)
+    first, second, third = (json.loads((tmp_path / run / "summary.json").read_text()) for run in ("ours", "trl", "pc"))
     assert (second["rows_used"], second["samples"], second["rows_dropped"]) == (4, 4, {})
-    assert second["trained_tokens"] == first["trained_tokens"]
-    assert [x["loss"] for x in log_lines(tmp_path / "trl")] == [x["loss"] for x in log_lines(tmp_path / "ours")]
+    assert (third["rows_used"], third["samples"], third["rows_dropped"]) == (4, 4, {})
+    assert second["trained_tokens"] == first["trained_tokens"] == third["trained_tokens"]
+    losses = [x["loss"] for x in log_lines(tmp_path / "ours")]
+    assert [x["loss"] for x in log_lines(tmp_path / "trl")] == losses
+    assert [x["loss"] for x in log_lines(tmp_path / "pc")] == losses

@@ -244,13 +244,16 @@ def build_sft_command(s: BuildSftSettings, values: dict[str, Any]) -> None:
     from unscaffold.collect.sft_build import build_sft, report_path
 
     try:
-        report = build_sft(run_dirs, out, min_reward=min_reward, keep_all=keep_all, canaries=canary or [])
+        report = build_sft(run_dirs, out, min_reward=min_reward, keep_all=keep_all, audits=s.audit,
+                           include_hstar=s.include_hstar, canaries=canary or [])
     except UnscaffoldError as e:
         fail(e)
     table = Table(title=f"build-sft -> {out}")
     table.add_column("outcome")
     table.add_column("trials", justify="right")
     table.add_row("kept", str(report.kept))
+    for source, count in report.sources.items():
+        table.add_row(f"kept, source {source}", str(count))
     for reason, count in report.dropped.items():
         table.add_row(f"dropped: {reason}", str(count))
     Console().print(table)
@@ -261,9 +264,10 @@ def build_sft_command(s: BuildSftSettings, values: dict[str, Any]) -> None:
     if len(report.drops) > len(shown):
         Console().print(f"... {len(report.drops) - len(shown)} more dropped trials in {report_path(out)}",
                         highlight=False)
-    Console().print(f"{report.kept}/{report.trials} trials kept, {report.masked_reasoning_turns} reasoning turns "
-                    f"masked, {report.replacements_kept} replacements kept; report: {report_path(out)}",
-                    highlight=False)
+    audits = f"extra audits: {', '.join(report.audits)}" if report.audits else "no extra audits"
+    Console().print(f"{report.kept}/{report.trials} trials kept ({audits}), {report.masked_reasoning_turns} "
+                    f"reasoning turns masked, {report.untrained_turns} malformed turns kept as context, "
+                    f"{report.replacements_kept} replacements kept; report: {report_path(out)}", highlight=False)
 
 
 app.command("build-sft")(command_from_model(

@@ -83,6 +83,14 @@ class BuildSftSettings(BaseModel):
     keep_all: bool = Field(False, description="Keep every trial that has a trajectory, whatever its reward or "
                            "ending; those that cannot be kept are named with why.",
                            json_schema_extra=flag("--keep-all"))
+    audit: list[str] = Field(default_factory=list, description="An extra filter beyond the recipe's (reward, no "
+                             "exception), repeat: final-answer (drop trials that ended without a submitted answer, "
+                             "e.g. at the turn limit), format-errors (drop trials with a malformed reply; by default "
+                             "such turns are kept as untrained context).", json_schema_extra=flag("--audit",
+                                                                                                    repeat=True))
+    include_hstar: bool = Field(False, description="Data-source ablation: keep runs under h* (any student) as they "
+                                "happened, bank prompt and tools included; their rows are labelled hstar.",
+                                json_schema_extra=flag("--include-hstar"))
     canary: list[str] = Field(default_factory=list, description="A string that must never reach a row (repeat).",
                               json_schema_extra=flag("--canary", repeat=True))
 

@@ -64,6 +64,26 @@ PUBLISHED_RESCUE = {
 }
 
 
+ABLATION_SOURCE = "published (Harness-Zero data-source ablation, USPTO test pass@1 after SFT)"
+# build-sft `source` label -> the published figures of SFT on rows of that source
+PUBLISHED_ABLATION: dict[str, list[tuple[str, float]]] = {
+    "reviewer_k": [("reviewer with K", 30.0)],
+    "empty_k": [("empty K", 11.0)],
+    "gold_reviewer": [("reviewer that reads the gold answer", 15.0)],
+    "hstar": [("strong model with h*", 3.0), ("student with h*", 12.0)],
+    "unreviewed": [("strong model alone", 12.0)],
+}
+
+
+class AblationRow(BaseModel):
+    """A distilled run trained on rows of one source, beside the published figure(s) for that source."""
+
+    run: str
+    source: str
+    pass_at_1: float = Field(description="percent, this run")
+    published: list[tuple[str, float]]
+
+
 class RescueMethodRow(BaseModel):
     """One rescue-trained model's training figures beside the paper's for the same method."""
 
@@ -87,6 +107,26 @@ class Comparison(BaseModel):
     recovery_note: str
     rescue_methods: list[RescueMethodRow] = Field(default_factory=list)
     published_source: str = PUBLISHED_SOURCE
+    ablation: list[AblationRow] = Field(default_factory=list, description="distilled runs whose rows came from one "
+                                        "source, beside the published ablation figure (USPTO runs only)")
+    ablation_source: str = ABLATION_SOURCE
+
+
+def ablation(rows: list[RunRow], suite: str) -> list[AblationRow]:
+    """The published data-source ablation is chemistry's: shown for the retrosynthesis suite only, and only
+    for an adapter trained on rows of a single source (a mixture has no published figure)."""
+    if suite != "retrosynthesis":
+        return []
+    out = []
+    for r in rows:
+        t = r.what.training
+        if t is None or t.recipe != "sft" or len(t.data_sources) != 1:
+            continue
+        [source] = t.data_sources
+        if source in PUBLISHED_ABLATION:
+            out.append(AblationRow(run=r.label, source=source, pass_at_1=r.scores["pass_at_1"].value,
+                                   published=PUBLISHED_ABLATION[source]))
+    return out
 
 
 def rescue_methods(rows: list[RunRow]) -> list[RescueMethodRow]:
@@ -176,4 +216,4 @@ def compare(runs: list[RunRecord], *, baseline: Path | None = None, seed: int = 
     tables, note = add_recovery(runs, labels, rule=rule, min_eligible=min_eligible, bank=bank, taught=taught)
     return Comparison(suite=base.results.suite, split=base.results.split, n_tasks=len(base.tasks()),
                       baseline=base.name, seed=seed, runs=rows, recovery=tables, recovery_note=note,
-                      rescue_methods=rescue_methods(rows))
+                      rescue_methods=rescue_methods(rows), ablation=ablation(rows, base.results.suite))

@@ -116,5 +116,7 @@ def comparison_page(cmp: Comparison) -> str:
             f"<h2>Cost</h2>{grid_html(tables.cost_grid(cmp), numeric_from=1)}"
             + (f'<h2>Rescue training</h2><div class="muted">{escape(cmp.published_source)}</div>'
                f"{grid_html(tables.rescue_grid(cmp), numeric_from=3)}" if cmp.rescue_methods else "")
+            + (f'<h2>Data-source ablation</h2><div class="muted">{escape(cmp.ablation_source)}</div>'
+               f"{grid_html(tables.ablation_grid(cmp), numeric_from=2)}" if cmp.ablation else "")
             + f'<h2>Behaviour recovery</h2><div class="muted">{escape(cmp.recovery_note)}</div>{recovery}')
     return page(f"unscaffold compare · {cmp.suite}", body)

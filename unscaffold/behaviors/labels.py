@@ -43,6 +43,7 @@ class Training(BaseModel):
     effective_group_rate: float | None = Field(None, description="rescue: share of trained groups with a success "
                                                "and a failure")
     extra_rollout_pct: float | None = Field(None, description="rescue: rollouts beyond plain GRPO, in percent")
+    data_sources: dict[str, int] = Field(default_factory=dict, description="sft: rows per build-sft `source` label")
 
 
 class RunLabel(BaseModel):
@@ -105,7 +106,9 @@ def training_of(adapter: Path) -> Training | None:
         if steps is None and (adapter / "train_log.jsonl").is_file():
             steps = max((_int(r.get("step")) or 0 for r in _jsonl(adapter / "train_log.jsonl")), default=0)
         wall = _number(summary.get("train_seconds")) if isinstance(summary, dict) else None
-        return Training(recipe="sft", steps=steps, wall_s=wall)
+        sources = summary.get("data_sources") if isinstance(summary, dict) else None
+        sources = {str(k): v for k, v in sources.items() if _int(v)} if isinstance(sources, dict) else {}
+        return Training(recipe="sft", steps=steps, wall_s=wall, data_sources=sources)
     return None
 
 

@@ -102,6 +102,14 @@ def _pct2(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}%"
 
 
+def ablation_grid(cmp: Comparison) -> Grid:
+    """Distilled runs by the source of their rows, each beside the published figure(s) for that source."""
+    headers = ["run", "rows from", "pass@1", "published"]
+    rows = [[a.run, a.source, f"{a.pass_at_1:.1f}", "; ".join(f"{what} {value:.1f}" for what, value in a.published)]
+            for a in cmp.ablation]
+    return headers, rows
+
+
 def rescue_grid(cmp: Comparison) -> Grid:
     """Our rescue-trained runs' training figures, each beside the published figure of its method."""
     headers = ["run", "method", "published method", "effective groups", "published", "extra rollouts",

@@ -58,6 +58,9 @@ def print_comparison(result: Comparison) -> None:
     out.print(grid_table("cost", tables.cost_grid(result), numeric_from=1))
     if result.rescue_methods:
         out.print(grid_table(f"rescue training; {result.published_source}", tables.rescue_grid(result), numeric_from=3))
+    if result.ablation:
+        out.print(grid_table(f"data-source ablation; {result.ablation_source}", tables.ablation_grid(result),
+                             numeric_from=2))
     out.print(result.recovery_note, highlight=False, soft_wrap=True)
     for table in result.recovery:
         print_recovery(table)

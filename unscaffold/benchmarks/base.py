@@ -36,6 +36,9 @@ class Score(BaseModel):
                                 "environment did; None: the reward decides (passed or failed)")
 
 
+APP_WORLD_OUTPUT_CUT = 12_000  # the reference harness's cut of command output in the app world
+
+
 class Suite(ABC):
     """A family of tasks. Subclasses vary the data; the runner, harness and scoring flow are shared.
 
@@ -54,6 +57,9 @@ class Suite(ABC):
 
     name: ClassVar[str]
     openings: ClassVar[tuple[str, ...]] = ("plain",)  # how an episode may start (`--opening`); first: default
+    # Characters of a command's output the student sees (head and tail past it); None: whole. The reference
+    # harness cuts only in the app world (12,000); `--output-cut` overrides it per run.
+    output_cut_chars: ClassVar[int | None] = None
 
     def __init__(self, data: Path | None = None) -> None:
         self.data = Path(data) if data else None

@@ -20,15 +20,16 @@ CHAT_MARKUP = re.compile(
 CHAT_MARKUP_BYTES = re.compile(CHAT_MARKUP.pattern.encode())
 
 
-def audit(traj: dict[str, Any], reviews: list[dict[str, Any]], system_prompt: str, raw: bytes | None = None,
+def audit(traj: dict[str, Any], reviews: list[dict[str, Any]], system_prompt: str | None, raw: bytes | None = None,
           *, require_final_answer: bool = True) -> DropReason | None:
     """The first audit failure as a drop reason, or None. Works on plain dicts (fast path); with the
     file's `raw` bytes, the per-message markup scan only runs when the markup occurs somewhere at all.
-    `require_final_answer=False` (`--keep-all`) accepts a trial that ended without one (turn limit)."""
+    `require_final_answer=False` accepts a trial that ended without one (turn limit). `system_prompt` None
+    (a run under h*, kept for the data-source ablation) accepts the bank's prompt."""
     messages = traj["messages"]
     if len(messages) < 2 or messages[0]["role"] != "system" or messages[1]["role"] != "user":
         return DropReason.NO_TASK_OPENING
-    if messages[0].get("content") != system_prompt:
+    if system_prompt is not None and messages[0].get("content") != system_prompt:  # None: h*'s own (ablation)
         return DropReason.SYSTEM_PROMPT_CHANGED
     body = messages[2:]
     if _answers(body) != [m.get("tool_call_id") for m in body if m["role"] == "tool"] and _orphan(body):

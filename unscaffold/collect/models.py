@@ -65,6 +65,12 @@ class RunConfig(BaseModel):
                                    json_schema_extra=flag("--knowledge"))
     budget: int = Field(DEFAULT_REPLACE_BUDGET, ge=0, description="REPLACE decisions allowed per trial.",
                         json_schema_extra=flag("--budget"))
+    reviewer_reads_gold: bool = Field(False, description="Ablation: the reviewer also reads the task's reference "
+                                      "solution (the gold answer), which the recipe's reviewer never sees. Rows "
+                                      "built from the run are labelled gold_reviewer.",
+                                      json_schema_extra=flag("--reviewer-reads-gold"))
+    empty_k: bool = Field(False, description="Ablation: the reviewer works without K (its generic rules only). Rows "
+                          "built from the run are labelled empty_k.", json_schema_extra=flag("--empty-k"))
     reviewer_concurrency: int | None = Field(None, ge=1, description="Reviewer calls in flight at once.",
                                              json_schema_extra=flag("--reviewer-concurrency"))
     infra_retries: int = Field(2, ge=0, description="Re-runs of a trial whose machinery failed.",
@@ -93,7 +99,8 @@ class RunConfig(BaseModel):
         return data
 
     IDENTITY: ClassVar[tuple[str, ...]] = ("suite", "student", "data", "split", "split_file", "task_ids", "trials",
-                                           "harness", "opening", "finish_checks", "reviewer", "knowledge", "budget")
+                                           "harness", "opening", "finish_checks", "reviewer", "knowledge", "budget",
+                                           "reviewer_reads_gold", "empty_k")
 
     def identity(self) -> dict[str, Any]:
         """The fields that make two invocations the same run (resume only continues the same run); flat, as

@@ -58,7 +58,14 @@ def trial_context(suite: Suite, config: RunConfig) -> TrialContext:
         reviewers = load_reviewer(config.reviewer)
         if config.reviewer_concurrency:
             reviewers = ThrottledReviewers(reviewers, config.reviewer_concurrency)
-        knowledge = config.knowledge or suite.k_path()
+        if config.empty_k and config.knowledge:
+            raise InputError("--empty-k", None, "the reviewer works without K: drop --knowledge")
+        if config.reviewer_reads_gold:  # the gold is the task's reference solution: the suite must have one
+            try:
+                suite.oracle_commands(select_tasks(suite, config)[0])
+            except InputError as e:
+                raise InputError("--reviewer-reads-gold", None, f"no reference solution to read: {e.problem}") from None
+        knowledge = None if config.empty_k else config.knowledge or suite.k_path()
         if knowledge is not None:
             k = load_k(knowledge)
             write_json_atomic(config.out / KNOWLEDGE_RECORD, {"path": str(k.root)})
@@ -67,6 +74,9 @@ def trial_context(suite: Suite, config: RunConfig) -> TrialContext:
                 raise InputError(str(knowledge), None, f"K leaks the suite's answers: {problems[0]}")
     elif config.knowledge:
         raise InputError("--knowledge", None, "K is read by the reviewer: pass --reviewer too")
+    elif config.reviewer_reads_gold or config.empty_k:
+        flag = "--reviewer-reads-gold" if config.reviewer_reads_gold else "--empty-k"
+        raise InputError(flag, None, "an option of the reviewer: pass --reviewer too")
     return TrialContext(harness=harness, reviewers=reviewers, k=k)
 
 

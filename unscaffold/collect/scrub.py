@@ -28,6 +28,18 @@ REVIEWER_VOICE_PATTERNS = (
     r"\b(?:pass|accept|replace|rewrite|reject)\s+(?:this|the|that|its|their)\s+(?:proposal|draft|proposed\s+\w+)\b",
     r"\b(?:replace|reject)\s+(?:this|that)\s+(?:response|step)\b",
     r"\b(?:my|this|the)\s+review\s+(?:decision|verdict)\b",
+    # third person about the student doing the task (what it did, skipped or is about to do)
+    r"\bthe\s+student\s+(?:forgot|skipped|ignored|overlooked|assumed|claims|claimed|jumped|attempted|must|"
+    r"(?:is|was)\s+about\s+to|(?:wants|needs|tried|failed|intends)\s+to|(?:has|had)(?:\s+not|n't)(?:\s+yet)?|"
+    r"(?:did|does)(?:\s+not|n't)|never)\b",
+    r"\bstudent(?:'s|s')\s+(?:reasoning|plan|approach|attempt|finish|script|verification)\b",
+    # the reviewer's own acts: "I replace the finish", "I'm rejecting this step"
+    r"\bI(?:'ll|'m|\s+will|\s+am|\s+would)?\s+(?:replac|reject|overrid)\w*\s+(?:the|this|that|its|their)\s+"
+    r"(?:finish|final\s+answer|step|proposal|response|reply|turn|action|attempt|premature)\b",
+    # the proposal as the subject of a judgement, or what a replacement comes from
+    r"\b(?:the|this|that)\s+proposal\s+(?:is|was|does|did|would|will|ends|finishes|skips|misses|ignores|claims|"
+    r"lacks|fails|needs|should|must|only|already|jumps|tries|assumes|stops)\b",
+    r"\b(?:in|from|of|than)\s+the\s+(?:student'?s\s+)?proposal\b",
 )
 REVIEWER_WORDING = re.compile("|".join(REVIEWER_VOICE_PATTERNS), re.IGNORECASE)
 MARKUP = re.compile(r"<\|im_(?:start|end)\|>|<\|endoftext\|>|</?tool_call>|</?tool_response>|<function=|</?think>")

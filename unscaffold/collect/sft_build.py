@@ -9,6 +9,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections import Counter
+from collections.abc import Collection
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing.context import BaseContext
@@ -25,9 +26,20 @@ from unscaffold.collect.scrub import REVIEWER_WORDING, Hit, Markers, build_marke
 from unscaffold.errors import InputError
 from unscaffold.iojson import read_json, write_json_atomic
 from unscaffold.knowledge.kfolder import K, load_k
-from unscaffold.minimal_harness.tool import system_prompt
+from unscaffold.minimal_harness.tool import TOOL_NAME, system_prompt
 from unscaffold.outcomes import ERROR_OUTCOMES
 from unscaffold.untrusted import REFUSED
+
+# The filters beyond the recipe's (reward 1.0, no execution exception), each a named `--audit` option: the
+# drop reason it adds. Off by default, so a reward-1.0 trial that hit the turn limit is kept.
+EXTRA_AUDITS: dict[str, DropReason] = {
+    "final-answer": DropReason.NO_FINAL_ANSWER,  # the trial ended with a submitted final answer
+    "format-errors": DropReason.FORMAT_ERROR,  # no malformed reply anywhere (else its turns are context only)
+}
+
+# Where a row's trajectory came from (its `source`), as the recipe's data-source ablation names them; the
+# published chemistry pass@1 after SFT on each is in PUBLISHED_ABLATION (behaviors/compare.py).
+SOURCES = ("reviewer_k", "empty_k", "gold_reviewer", "hstar", "unreviewed")
 
 CHAT_KEYS = ("role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name")
 CHAT_KEY_SET = frozenset(CHAT_KEYS)
@@ -50,13 +62,35 @@ class BuildReport(BaseModel):
     out: str
     min_reward: float | None
     keep_all: bool
+    audits: list[str] = Field(default_factory=list, description="the extra audits (--audit) that were applied")
+    include_hstar: bool = False
+    sources: dict[str, int] = Field(default_factory=dict, description="kept rows per source label (SOURCES)")
     trials: int = 0
     kept: int = 0
     dropped: dict[str, int] = Field(default_factory=dict, description="trials per DropReason value")
     masked_reasoning_turns: int = 0
+    untrained_turns: int = Field(0, description="malformed assistant turns of kept rows (a format error, a call to a "
+                                 "tool the row's harness lacks) made context only (`context_turns`)")
     replacements_kept: int = 0
     markers: dict[str, int] = Field(default_factory=dict, description="how many strings were scanned for, by reason")
     drops: list[DroppedTrial] = Field(default_factory=list, description="every trial not kept, in order, and why")
+
+
+def run_source(run_dir: Path) -> str:
+    """The row label of a run, from its `config.json`: `hstar` (a student under h*), `unreviewed` (no reviewer),
+    `gold_reviewer` (`--reviewer-reads-gold`), `empty_k` (`--empty-k`), else `reviewer_k` (the recipe)."""
+    path = run_dir / "config.json"
+    if not path.is_file():
+        return "reviewer_k" if (run_dir / KNOWLEDGE_RECORD).is_file() else "unreviewed"
+    config = read_json(path)  # read by key: a config.json of any version labels its rows
+    if not isinstance(config, dict):
+        raise InputError(str(path), None, "expected a JSON object")
+    if config.get("harness", "minimal") != "minimal":
+        return "hstar"
+    if not config.get("reviewer"):
+        return "unreviewed"
+    return "gold_reviewer" if config.get("reviewer_reads_gold") else "empty_k" if config.get("empty_k") else \
+        "reviewer_k"
 
 
 def run_knowledge(run_dir: Path) -> K | None:
@@ -77,23 +111,45 @@ def chat_row(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def build_row(traj: dict[str, Any], reviews: list[dict[str, Any]], prompt: str, raw: bytes | None = None,
-              *, keep_all: bool = False) -> tuple[dict[str, Any] | None, DropReason | None]:
+              *, keep_all: bool = False, audits: Collection[str] = ()) -> tuple[dict[str, Any] | None,
+                                                                                  DropReason | None]:
     """A row and None, or None and the drop reason."""
-    row, reason, _ = judge_row(traj, reviews, prompt, raw, keep_all=keep_all)
+    row, reason, _ = judge_row(traj, reviews, prompt, raw, keep_all=keep_all, audits=audits)
     return row, reason
 
 
+def malformed_turns(traj: dict[str, Any]) -> list[int]:
+    """Assistant turns the deployed model must never learn: a step with a format error, or a call the row's
+    own harness could not run (another tool's name, several calls, arguments that are not an object)."""
+    messages = traj["messages"]
+    names = {t["function"]["name"] for t in traj.get("tools") or ()} or {TOOL_NAME}  # none recorded: h's
+    out = {s["message_index"] for s in traj.get("steps", ()) if s.get("format_error")}
+    for i in range(traj.get("opening_messages", 0), len(messages)):
+        calls = messages[i].get("tool_calls") if messages[i]["role"] == "assistant" else None
+        if calls and (len(calls) > 1 or any(c["function"]["name"] not in names
+                                            or not isinstance(c["function"].get("arguments"), dict) for c in calls)):
+            out.add(i)
+    return sorted(out)
+
+
 def judge_row(traj: dict[str, Any], reviews: list[dict[str, Any]], prompt: str, raw: bytes | None = None,
-              *, keep_all: bool = False) -> tuple[dict[str, Any] | None, DropReason | None, Hit | None]:
-    """`build_row` with the reviewer wording that dropped a row. `keep_all` keeps trials without a final
-    answer and with format errors: the ablation keeps every trial as it happened."""
-    if traj.get("harness", "minimal") != "minimal":
+              *, keep_all: bool = False, audits: Collection[str] = (), include_hstar: bool = False,
+              source: str | None = None) -> tuple[dict[str, Any] | None, DropReason | None, Hit | None]:
+    """`build_row` with the reviewer wording that dropped a row. `audits`: the `EXTRA_AUDITS` to apply
+    (`keep_all` applies none). A malformed turn of a kept row is context only, never a target.
+    `include_hstar` (the data-source ablation) keeps a run under h* as it happened: its bank's system prompt
+    and tools, whose calls are then targets (the action-space mismatch the ablation measures). `source`: the
+    row's label."""
+    hstar = traj.get("harness", "minimal") != "minimal"
+    if hstar and not include_hstar:
         return None, DropReason.NOT_DEPLOYMENT_HARNESS, None
-    problem = audit(traj, reviews, prompt, raw, require_final_answer=not keep_all)
+    strict = set() if keep_all else set(audits)
+    problem = audit(traj, reviews, None if hstar else prompt, raw, require_final_answer="final-answer" in strict)
     if problem:
         return None, problem, None
-    if not keep_all and any(s.get("format_error") for s in traj.get("steps", ())):
-        return None, DropReason.FORMAT_ERROR, None  # a malformed call would be trained as a target
+    malformed = malformed_turns(traj)
+    if malformed and "format-errors" in strict:
+        return None, DropReason.FORMAT_ERROR, None
     messages = chat_row(traj["messages"])
     masked = []
     replaced = [s for s in traj.get("steps", []) if s.get("replaced")]
@@ -116,10 +172,11 @@ def judge_row(traj: dict[str, Any], reviews: list[dict[str, Any]], prompt: str, 
         "trial_id": traj["trial_id"],
         "replacements": len(replaced),
         "masked_reasoning_turns": masked,
+        **({"source": source} if source else {}),
     }
     context = [i for i in range(traj.get("opening_messages", 0)) if messages[i]["role"] == "assistant"]
-    if context:  # a suite's worked example: kept token for token as context, never trained
-        row["context_turns"] = context
+    if context or malformed:  # a suite's worked example and malformed turns: kept as context, never trained
+        row["context_turns"] = context + malformed
     return row, None, None
 
 
@@ -190,6 +247,7 @@ class Judged(NamedTuple):
     replacements: int = 0
     hit: Hit | None = None
     skip: tuple[int, int] | None = None  # the row's worked-example opening, which the leak scan passes over
+    untrained: int = 0  # malformed turns made context
 
 
 @dataclass
@@ -200,12 +258,14 @@ class Tally:
     kept: int = 0
     masked: int = 0
     replacements: int = 0
+    untrained: int = 0
     dropped: Counter[str] = field(default_factory=Counter)
     drops: list[DroppedTrial] = field(default_factory=list)
 
     def add(self, other: Tally) -> None:
         self.trials, self.kept = self.trials + other.trials, self.kept + other.kept
         self.masked, self.replacements = self.masked + other.masked, self.replacements + other.replacements
+        self.untrained += other.untrained
         self.dropped.update(other.dropped)
         self.drops.extend(other.drops)
 
@@ -213,8 +273,10 @@ class Tally:
 class Judge:
     """Judges trials of one run; a plain picklable object, so worker processes can run it."""
 
-    def __init__(self, markers: Markers, prompt: str, min_reward: float, keep_all: bool, run: str = "") -> None:
+    def __init__(self, markers: Markers, prompt: str, min_reward: float, keep_all: bool, run: str = "",
+                 audits: Collection[str] = (), include_hstar: bool = False, source: str | None = None) -> None:
         self.markers, self.prompt, self.min_reward, self.keep_all = markers, prompt, min_reward, keep_all
+        self.audits, self.include_hstar, self.source = tuple(audits), include_hstar, source
         self.run = run
 
     def __call__(self, trial: str) -> Judged:
@@ -253,14 +315,17 @@ class Judge:
         traj = parse_fast(raw, path)
         reviews_path = os.path.join(trial, "reviews.jsonl")
         try:
-            row, reason, hit = judge_row(traj, read_reviews(reviews_path), self.prompt, raw, keep_all=self.keep_all)
+            row, reason, hit = judge_row(traj, read_reviews(reviews_path), self.prompt, raw, keep_all=self.keep_all,
+                                         audits=self.audits, include_hstar=self.include_hstar, source=self.source)
         except (KeyError, TypeError, AttributeError, IndexError) as e:
             raise shape_error(path, traj, reviews_path, e) from None
         if row is None:
             return Judged(reason, hit=hit)
         line = orjson.dumps(row)
+        opening = traj.get("opening_messages", 0)
         return Judged(None, line, len(row["masked_reasoning_turns"]), row["replacements"],
-                      skip=opening_span(line, row, traj.get("opening_messages", 0)))
+                      skip=opening_span(line, row, opening),
+                      untrained=sum(1 for i in row.get("context_turns", ()) if i >= opening))
 
 
 def shape_error(path: str, traj: Any, reviews_path: str, error: Exception) -> InputError:
@@ -288,7 +353,7 @@ def shape_error(path: str, traj: Any, reviews_path: str, error: Exception) -> In
 def opening_span(line: bytes, row: dict[str, Any], opening: int) -> tuple[int, int] | None:
     """Where a worked-example opening lies in a serialized row: the leak scrub skips it (the suite wrote that
     text, the same at deployment; K and the reviewer never reach it). A plain opening is scanned as before."""
-    if not row.get("context_turns"):
+    if not any(i < opening for i in row.get("context_turns", ())):
         return None
     head = orjson.dumps(row["messages"][:opening])[1:-1]
     start = len(b'{"messages":[')
@@ -328,6 +393,7 @@ def tally_one(judge: Judge, trial: str, fate: Judged, tally: Tally, sink: Binary
     tally.kept += 1
     tally.masked += fate.masked
     tally.replacements += fate.replacements
+    tally.untrained += fate.untrained
 
 
 def judge_part(judge: Judge, trials: list[str], part: str) -> Tally:
@@ -399,14 +465,20 @@ def build_sft(
     *,
     min_reward: float = 1.0,
     keep_all: bool = False,
+    audits: Collection[str] = (),
+    include_hstar: bool = False,
     canaries: list[str] | None = None,
     workers: int | None = None,
 ) -> BuildReport:
     """`workers`: processes judging a large run, this one included (default: the machine's cores; 1 keeps
     everything in this one)."""
     out = Path(out)
+    unknown = sorted(set(audits) - set(EXTRA_AUDITS))
+    if unknown:
+        raise InputError("--audit", None, f"unknown audit {unknown[0]!r}; known: {', '.join(EXTRA_AUDITS)}")
     report = BuildReport(runs=[str(r) for r in run_dirs], out=str(out), min_reward=None if keep_all else min_reward,
-                         keep_all=keep_all)
+                         keep_all=keep_all, audits=[] if keep_all else sorted(set(audits)),
+                         include_hstar=include_hstar)
     tally = Tally()
     prompt = system_prompt()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -426,8 +498,12 @@ def build_sft(
                 trials = sorted(e.path for e in os.scandir(trials_dir) if e.is_dir())
                 if pool is None and workers > 1 and len(trials) >= PARALLEL_FROM:
                     pool = ProcessPoolExecutor(workers - 1, mp_context=pool_context(markers))  # this process is one
-                tally.add(judge_run(Judge(markers, prompt, min_reward, keep_all, str(run_dir)), trials, sink, pool,
-                                    f"{tmp}.run{index}.part"))
+                source = run_source(run_dir)
+                judge = Judge(markers, prompt, min_reward, keep_all, str(run_dir), report.audits, include_hstar,
+                              source)
+                before = tally.kept
+                tally.add(judge_run(judge, trials, sink, pool, f"{tmp}.run{index}.part"))
+                report.sources[source] = report.sources.get(source, 0) + tally.kept - before
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -437,6 +513,7 @@ def build_sft(
             pool.shutdown(cancel_futures=True)
     report.trials, report.kept = tally.trials, tally.kept
     report.masked_reasoning_turns, report.replacements_kept = tally.masked, tally.replacements
+    report.untrained_turns = tally.untrained
     report.dropped = dict(sorted(tally.dropped.items()))
     report.drops = tally.drops
     write_json_atomic(report_path(out), report.model_dump())

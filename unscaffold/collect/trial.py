@@ -86,6 +86,12 @@ def bounded_details(details: dict) -> dict:
     return json.loads(text)  # plain JSON values only
 
 
+def output_cut(suite: Suite, config: RunConfig) -> int | None:
+    """The run's `--output-cut` (0: never), else the suite's own (the reference harness's)."""
+    chosen = config.agent.output_cut_chars
+    return suite.output_cut_chars if chosen is None else (chosen or None)
+
+
 class TrialContext:
     """What every trial of a run shares: the harness, the reviewer factory and K."""
 
@@ -133,10 +139,12 @@ def run_trial(
             in_setup = False
             try:
                 walls = [w for w in (task.agent_timeout_s, config.agent.max_wall_s) if w]
-                agent_config = config.agent.model_copy(update={"max_wall_s": min(walls) if walls else None})
+                agent_config = config.agent.model_copy(update={"max_wall_s": min(walls) if walls else None,
+                                                               "output_cut_chars": output_cut(suite, config)})
                 if context.reviewers is not None:
+                    gold = "\n".join(suite.oracle_commands(task)) if config.reviewer_reads_gold else None
                     hook = ReviewHook(context.reviewers.for_trial(task.id), context.k, config.budget,
-                                      trial_dir / REVIEWS, trial_id, task.id)
+                                      trial_dir / REVIEWS, trial_id, task.id, gold=gold)
                 agent = Agent(provider.for_trial(task.id), sandbox, traj, config=agent_config,
                               save_path=trial_dir / TRAJECTORY, harness=context.harness,
                               review_hook=hook or pass_through)

@@ -11,17 +11,26 @@ import openai
 from unscaffold.errors import AuthError, ModelError
 from unscaffold.llm.hosted import Endpoint, HostedModel
 from unscaffold.llm.http_errors import sdk_errors
+from unscaffold.llm.registry import ServerKind
 from unscaffold.llm.types import AssistantResponse, Message, ToolCall, Usage, parse_arguments
 
+# The field each server reads an earlier turn's reasoning from, to hand to the chat template. vLLM reads only
+# `reasoning` and silently drops `reasoning_content` (vllm-project/vllm#38488); SGLang reads
+# `reasoning_content`. A server of unknown kind gets both, so neither kind renders an empty `<think>`.
+REASONING_FIELDS: dict[ServerKind | None, tuple[str, ...]] = {
+    "vllm": ("reasoning",), "sglang": ("reasoning_content",), None: ("reasoning", "reasoning_content")}
 
-def wire_message(message: Message, *, reasoning: bool = True) -> dict[str, Any]:
-    """One row as the chat completions API takes it: arguments as JSON text, and earlier reasoning in
-    `reasoning_content`, the field vLLM and SGLang hand to Qwen chat templates, so a served model sees its
-    past turns as training rendered them (`<think>` with the reasoning, not an empty one). `reasoning=False`
-    for OpenAI's own API, which keeps reasoning server-side and takes no such field."""
+
+def wire_message(message: Message, *, reasoning: bool = True, server: ServerKind | None = None) -> dict[str, Any]:
+    """One row as the chat completions API takes it: arguments as JSON text, and earlier reasoning in the
+    field the server reads (`REASONING_FIELDS`), so a served model sees its past turns as training rendered
+    them (`<think>` with the reasoning, not an empty one). `reasoning=False` for OpenAI's own API, which
+    keeps reasoning server-side and takes no such field."""
     row = message.chat_dict()
-    if not reasoning or message.role != "assistant":
-        row.pop("reasoning_content", None)
+    thought = row.pop("reasoning_content", None)
+    if reasoning and message.role == "assistant" and thought is not None:
+        for key in REASONING_FIELDS[server]:
+            row[key] = thought
     for call in row.get("tool_calls") or []:
         args = call["function"]["arguments"]
         if not isinstance(args, str):
@@ -70,10 +79,11 @@ class OpenAIModel(HostedModel):
     """A chat-completions backend."""
 
     def __init__(self, spec: str, model: str, *, max_tokens: int | None = None, send_reasoning: bool | None = None,
-                 **endpoint: Unpack[Endpoint]) -> None:
-        """`send_reasoning`: send earlier reasoning back (default: for a server given by URL, vLLM or SGLang)."""
+                 server: ServerKind | None = None, **endpoint: Unpack[Endpoint]) -> None:
+        """`send_reasoning`: send earlier reasoning back (default: for a server given by URL, vLLM or SGLang).
+        `server`: the server's kind when known (`?server=vllm|sglang` in the spec): its reasoning field only."""
         super().__init__(spec, model, endpoint)
-        self.max_tokens = max_tokens
+        self.max_tokens, self.server = max_tokens, server
         self.send_reasoning = self.served_at is not None if send_reasoning is None else send_reasoning
 
     def connect(self, base_url: str | None, api_key: str | None, timeout_s: float) -> openai.OpenAI:
@@ -97,7 +107,7 @@ class OpenAIModel(HostedModel):
 
     def wire_messages(self, messages: list[Message]) -> list[dict[str, Any]]:
         """The `messages` of the request body for this transcript."""
-        return [wire_message(m, reasoning=self.send_reasoning) for m in messages]
+        return [wire_message(m, reasoning=self.send_reasoning, server=self.server) for m in messages]
 
     def _call(self, request: dict[str, Any]) -> AssistantResponse:
         with sdk_errors(self.spec, openai, openai.OpenAIError, "code"):

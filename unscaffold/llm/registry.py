@@ -1,9 +1,11 @@
-"""Model specs: `openai:MODEL[@BASE_URL]`, `anthropic:MODEL`, `hf:PATH[+ADAPTER][?max_new_tokens=N]`,
-`replay:FILE[?latency=S]`."""
+"""Model specs: `openai:MODEL[@BASE_URL][?server=vllm|sglang]`, `anthropic:MODEL`,
+`hf:PATH[+ADAPTER][?max_new_tokens=N]`, `replay:FILE[?latency=S]`."""
 
 from __future__ import annotations
 
+import typing
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel
 
@@ -11,6 +13,7 @@ from unscaffold.errors import InputError
 from unscaffold.llm.base import Model, ModelProvider
 
 SCHEMES = ("openai", "anthropic", "hf", "replay")
+ServerKind = Literal["vllm", "sglang"]  # an OpenAI-compatible server whose reasoning field is known
 
 
 class ModelSpec(BaseModel):
@@ -20,6 +23,7 @@ class ModelSpec(BaseModel):
     adapter: str | None = None
     latency_s: float = 0.0
     max_new_tokens: int | None = None
+    server: ServerKind | None = None  # openai: the server's kind, when known
     raw: str
 
 
@@ -29,8 +33,10 @@ def parse_spec(spec: str, *, flag: str = "--student") -> ModelSpec:
         raise InputError(flag, None, f"unknown model spec {spec!r}; expected one of "
                          "openai:MODEL[@BASE_URL], anthropic:MODEL, hf:PATH[+ADAPTER], replay:FILE")
     if scheme == "openai":
+        rest, _, query = rest.partition("?")
         model, _, url = rest.partition("@")
-        return ModelSpec(scheme=scheme, target=model, base_url=url or None, raw=spec)
+        return ModelSpec(scheme=scheme, target=model, base_url=url or None, raw=spec,
+                         server=_server_kind(query, flag) if query else None)
     if scheme == "hf":
         rest, _, query = rest.partition("?")
         path, _, adapter = rest.partition("+")
@@ -49,6 +55,17 @@ def parse_spec(spec: str, *, flag: str = "--student") -> ModelSpec:
                 raise InputError(flag, None, f"replay latency {value!r} is not a number") from None
         return ModelSpec(scheme=scheme, target=path, latency_s=latency, raw=spec)
     return ModelSpec(scheme=scheme, target=rest, raw=spec)
+
+
+def _server_kind(query: str, flag: str) -> ServerKind:
+    """`?server=vllm|sglang`: which field the server reads earlier reasoning from (else both are sent)."""
+    key, _, value = query.partition("=")
+    if key != "server":
+        raise InputError(flag, None, f"unknown openai option {key!r}; only server=vllm|sglang")
+    kinds = typing.get_args(ServerKind)
+    if value not in kinds:
+        raise InputError(flag, None, f"openai server {value!r} is not one of {', '.join(kinds)}")
+    return typing.cast(ServerKind, value)
 
 
 def _max_new_tokens(query: str, flag: str) -> int:
@@ -80,7 +97,7 @@ def load_provider(spec: str, *, flag: str = "--student") -> ModelProvider:
     if s.scheme == "openai":
         from unscaffold.llm.openai_backend import OpenAIModel
 
-        return _Shared(OpenAIModel(spec, s.target, base_url=s.base_url))
+        return _Shared(OpenAIModel(spec, s.target, base_url=s.base_url, server=s.server))
     if s.scheme == "anthropic":
         from unscaffold.llm.anthropic_backend import AnthropicModel
 

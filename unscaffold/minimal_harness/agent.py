@@ -39,6 +39,10 @@ class AgentConfig(BaseModel):
                                      "smaller).", json_schema_extra={"flag": "--max-wall"})
     max_cost_usd: float | None = Field(None, gt=0, description="USD of student tokens per trial.",
                                        json_schema_extra={"flag": "--max-cost"})
+    output_cut_chars: int | None = Field(
+        None, ge=0, description="Characters of a command's output the student sees: past this, the head and tail "
+        "around a note of how much was elided (0: never cut). Default: the suite's, as the reference harness "
+        "(12000 in the app world, whole elsewhere).", json_schema_extra=flag("--output-cut"))
     max_format_errors: int = Field(3, ge=1, description="Malformed replies in a row that end the trial.")
     price_in_per_mtok: float = Field(0.0, ge=0, description="USD per million input tokens (for cost, when the "
                                      "backend reports none).", json_schema_extra={"flag": "--price-in"})
@@ -160,7 +164,8 @@ class Agent:
         record.command = call.arguments.get("command") if call.name == "execute" else None
         result = self.harness.run_call(call, self.sandbox, self.sandbox.config.timeout_s, self.traj.messages)
         record.exec_s, record.exit_code, record.timed_out = time.monotonic() - t, result.exit_code, result.timed_out
-        observation = Message(role="tool", tool_call_id=call.id, name=call.name, content=result.observation())
+        seen = result.observation(self.config.output_cut_chars or None)  # the suite's cut, where the run has one
+        observation = Message(role="tool", tool_call_id=call.id, name=call.name, content=seen)
         self.traj.messages.append(observation)
         self.save()
         overflow = workspace_overflow(Path(self.sandbox.config.workspace), self.sandbox.config.limits)

@@ -113,7 +113,7 @@ class HarnessEnvironment:
         self._transcript.append((repaired_response(response) if unkeepable else response).to_message())
         problem = unkeepable or format_problem(response, harness.tool_names())
         observation = problem or harness.run_call(call, self._sandbox, self.context.command_timeout_s,
-                                                  self._transcript).observation()
+                                                  self._transcript).observation(self.context.suite.output_cut_chars)
         self._transcript.append(Message(role="tool", tool_call_id=call.id, name=name, content=observation))
         return observation
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pydantic import BaseModel
+
 from unscaffold.knowledge.middleware import Hint
 from unscaffold.llm.types import AssistantResponse, Message, Usage
 
@@ -26,10 +28,20 @@ class ReviewRequest:
     proposal: AssistantResponse
     hints: list[Hint] = field(default_factory=list)
     k: K | None = None
+    gold: str | None = None  # ablation only (`--reviewer-reads-gold`): the task's reference solution
 
     def task(self) -> str:
         """The task text: the first user message (what remedies extract their arguments from)."""
         return next((m.content for m in self.transcript if m.role == "user"), "")
+
+
+class ContextCut(BaseModel):
+    """What the reviewer's prompt left out of the student-visible transcript (all zero: nothing)."""
+
+    omitted_blocks: int = 0  # oldest turn blocks (a reply or a result) not shown
+    omitted_turns: int = 0  # student turns among them
+    omitted_chars: int = 0  # their characters
+    cut_chars: int = 0  # characters elided from the newest block, when it alone was over the budget
 
 
 @dataclass(frozen=True)
@@ -49,6 +61,7 @@ class ReviewSession:
 
     skipped: str | None = None
     saved_call: bool = False
+    context_cut: ContextCut | None = None  # what the reviewer's prompt left out of the transcript, if it has one
 
     def next(self, error: str | None) -> RawSubmission | None:
         raise NotImplementedError

@@ -55,12 +55,15 @@ class ReviewHook:
         trial_id: str,
         task_id: str,
         max_retries: int = MAX_RETRIES,
+        gold: str | None = None,
     ) -> None:
+        """`gold`: the task's reference solution, for the gold-reading reviewer of the data-source ablation."""
         self.reviewer, self.k, self.budget = reviewer_for_trial, k, budget
         self.log_path, self.trial_id, self.task_id = Path(log_path), trial_id, task_id
         self.max_tries = max_retries + 1  # the first submission, then each retry
         self.known_components = set(k.component_ids()) if k is not None else None
         self.stats = ReviewStats()
+        self.gold = gold
 
     def __call__(self, transcript: list[Message], proposal: AssistantResponse) -> AssistantResponse:
         turn = sum(1 for m in transcript if m.role == "assistant") + 1
@@ -84,8 +87,11 @@ class ReviewHook:
             return proposal
         hints = triggered(self.k.middleware, transcript, proposal) if self.k is not None else []
         line["hints"] = [h.model_dump() for h in hints]
-        request = ReviewRequest(self.trial_id, self.task_id, turn, list(transcript), proposal, hints, self.k)
+        request = ReviewRequest(self.trial_id, self.task_id, turn, list(transcript), proposal, hints, self.k,
+                                self.gold)
         session = self.reviewer.open(request)
+        if session.context_cut is not None:  # counted on every line of a reviewer that reads a rendered prompt
+            line["context_cut"] = session.context_cut.model_dump()
         errors: list[str] = []
         tries = calls = 0
         usage = Usage()

@@ -115,9 +115,10 @@ class LLMSession(ReviewSession):
         k = request.k
         self.k_tools = KTools(k) if k is not None and k.text_size() > inline_limit else None
         self.tools: list[dict[str, Any]] = [SUBMIT_TOOL, *(K_TOOL_SCHEMAS if self.k_tools else [])]
+        prompt, self.context_cut = render_request(request)
         self.messages = [
             Message(role="system", content=system_text(k, self.k_tools is not None)),
-            Message(role="user", content=render_request(request)),
+            Message(role="user", content=prompt),
         ]
         self.k_calls = 0
         self.pending_call_id: str | None = None  # the submit_review call whose answer is still owed

@@ -9,7 +9,7 @@ import threading
 from contextlib import AbstractContextManager
 from typing import Any
 
-from unscaffold.reviewer.base import RawSubmission, Reviewer, ReviewerFactory, ReviewRequest, ReviewSession
+from unscaffold.reviewer.base import ContextCut, RawSubmission, Reviewer, ReviewerFactory, ReviewRequest, ReviewSession
 
 
 class _ThrottledSession(ReviewSession):
@@ -23,6 +23,10 @@ class _ThrottledSession(ReviewSession):
     @property
     def saved_call(self) -> bool:  # type: ignore[override]
         return self.inner.saved_call
+
+    @property
+    def context_cut(self) -> ContextCut | None:  # type: ignore[override]
+        return self.inner.context_cut
 
     def next(self, error: str | None) -> RawSubmission | None:
         with self.gate:

@@ -48,6 +48,7 @@ class Prepared:
     dropped: list[Dropped] = field(default_factory=list)
     rows_used: int = 0
     rows_split: list[int] = field(default_factory=list)  # rows trained turn by turn without --split-turns
+    sources: dict[str, int] = field(default_factory=dict)  # rows per `source` label (build-sft's), when rows have one
 
     def dropped_by_reason(self) -> dict[str, int]:
         return dict(sorted(Counter(d.reason for d in self.dropped).items()))
@@ -125,11 +126,45 @@ def conversational(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "messages": out}
 
 
+def prompt_completion(data: dict[str, Any], source: str, where: str) -> dict[str, Any]:
+    """TRL's prompt/completion conversational row as a `messages` row: the prompt's messages then the
+    completion's; an assistant turn of the prompt is context only (`context_turns`), as TRL trains the
+    completion alone. `tools` given as JSON text (as Arrow-backed datasets store them) is decoded."""
+    if "messages" not in data and "prompt" in data and "completion" in data:
+        prompt, completion = data["prompt"], data["completion"]
+        for key, value in (("prompt", prompt), ("completion", completion)):
+            if not isinstance(value, list):
+                raise InputError(source, f"{where}: {key}", "expected a list of messages (TRL's conversational "
+                                 "prompt/completion format)")
+        rest = {k: v for k, v in data.items() if k not in ("prompt", "completion")}
+        context = [i for i, m in enumerate(prompt) if isinstance(m, dict) and m.get("role") == "assistant"]
+        data = {**rest, "messages": [*prompt, *completion],
+                "context_turns": sorted({*context, *rest.get("context_turns", ())})}
+    tools = data.get("tools")
+    if tools is None:  # a dataset column without a value for this row
+        tools = []
+    elif isinstance(tools, str):
+        tools = _json_text(tools, source, f"{where}: tools")
+    if isinstance(tools, list):
+        tools = [_json_text(t, source, f"{where}: tools.{n}") if isinstance(t, str) else t
+                 for n, t in enumerate(tools)]
+    return {**data, "tools": tools} if "tools" in data else data
+
+
+def _json_text(text: str, source: str, where: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as e:
+        raise InputError(source, where, f"a JSON string that is not valid JSON: {e}") from None
+
+
 def parse_row(data: Any, source: str, where: str) -> SFTRow:
     if not isinstance(data, dict):
         raise InputError(source, where, "a row must be a JSON object")
+    data = prompt_completion(data, source, where)
     if "messages" not in data:
-        raise InputError(source, f"{where}: messages", "missing (a build-sft row has messages and tools)")
+        raise InputError(source, f"{where}: messages", "missing (a build-sft row has messages and tools; a TRL "
+                         "row has messages, or prompt and completion)")
     try:
         row = SFTRow.model_validate(conversational(data))
     except ValidationError as e:
@@ -147,6 +182,8 @@ def prepare(rows: list[SFTRow], tokenizer: Any, *, max_length: int, split_turns:
     """Render every row (or every turn with `split_turns`, or of a row a tokenizer merge breaks); too long,
     unrenderable or prefix-breaking rows are dropped and recorded with their row index and turn, never cut."""
     out = Prepared(rows=len(rows))
+    labels = Counter(str(row.model_extra.get("source")) for row in rows if (row.model_extra or {}).get("source"))
+    out.sources = dict(sorted(labels.items()))
     for i, row in enumerate(rows):
         if progress is not None:
             progress()

@@ -56,6 +56,9 @@ class TrainSummary(BaseModel):
     samples: int
     rows_dropped: dict[str, int]
     rows_split: int = Field(0, description="rows trained turn by turn because the tokenizer merges at a turn boundary")
+    data_sources: dict[str, int] = Field(default_factory=dict, description="rows per `source` label of build-sft "
+                                         "(the data-source ablation: reviewer_k, empty_k, gold_reviewer, hstar, "
+                                         "unreviewed)")
     dropped: list[dict[str, Any]] = Field(description="the first 50 dropped rows or turns, with reasons")
     hardware: dict[str, Any]
     lora_modules: dict[str, int] = Field(default_factory=dict, description="module path within a layer (e.g. "
@@ -304,7 +307,7 @@ def _summary(trainer: Any, prepared: Prepared, config: TrainConfig, base: str, h
         world_size=world_size, gradient_accumulation_steps=accumulation, resumed_from_step=resumed_step,
         rows=prepared.rows, rows_used=prepared.rows_used, samples=len(prepared.samples),
         rows_dropped=prepared.dropped_by_reason(), rows_split=len(prepared.rows_split),
-        dropped=[d.model_dump() for d in prepared.dropped[:50]],
+        data_sources=prepared.sources, dropped=[d.model_dump() for d in prepared.dropped[:50]],
         hardware=hardware, lora_modules=lora_modules(trainer.model),
     )
 

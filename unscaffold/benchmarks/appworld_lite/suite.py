@@ -22,7 +22,7 @@ from unscaffold.benchmarks.appworld_lite.opening import LITE_DEMO, build_opening
 from unscaffold.benchmarks.appworld_lite.server import DB_FILE, WorldServer, serve, served
 from unscaffold.benchmarks.appworld_lite.verify import verify
 from unscaffold.benchmarks.appworld_lite.world import demo_world, install_client
-from unscaffold.benchmarks.base import Score, Suite, Task
+from unscaffold.benchmarks.base import APP_WORLD_OUTPUT_CUT, Score, Suite, Task
 from unscaffold.errors import InputError
 from unscaffold.llm.types import Message
 from unscaffold.minimal_harness.sandbox.base import Sandbox, SandboxConfig, SandboxKind
@@ -38,6 +38,7 @@ MIN_MARKER = 4  # shorter answers (small counts) would match ordinary text in K
 class AppWorldLiteSuite(Suite):
     name = "appworld_lite"
     openings = ("plain", "demonstration")
+    output_cut_chars = APP_WORLD_OUTPUT_CUT
 
     def __init__(self, data: Path | None = None) -> None:
         if data is not None:

@@ -24,7 +24,7 @@ from unscaffold.benchmarks.appworld_lite.apis import SOCKET_FILE, STATE_DIR, Api
 from unscaffold.benchmarks.appworld_lite.metrics import goal_completion
 from unscaffold.benchmarks.appworld_lite.opening import APPWORLD_DEMO, build_opening
 from unscaffold.benchmarks.appworld_lite.prompt import task_message
-from unscaffold.benchmarks.base import Score, Suite, Task
+from unscaffold.benchmarks.base import APP_WORLD_OUTPUT_CUT, Score, Suite, Task
 from unscaffold.errors import InputError
 from unscaffold.llm.types import Message
 from unscaffold.minimal_harness.sandbox.base import Sandbox, SandboxConfig, SandboxKind
@@ -142,6 +142,7 @@ class Bridge:
 
 class AppWorldSuite(Suite):
     name = "appworld"
+    output_cut_chars = APP_WORLD_OUTPUT_CUT
 
     def __init__(self, data: Path | None = None) -> None:
         self.root = find_root(data)

@@ -26,7 +26,7 @@ def sandbox_kind(value: str) -> SandboxKind:
     if value not in kinds:
         raise UnscaffoldError(f"--sandbox: unknown kind {value!r}; use {', '.join(kinds[:-1])} or {kinds[-1]}")
     return typing.cast(SandboxKind, value)
-DEFAULT_COMMAND_TIMEOUT_S = 60.0
+DEFAULT_COMMAND_TIMEOUT_S = 600.0  # the reference harness's
 # The `--sandbox` and `--command-timeout` settings, as every command that runs trials declares them.
 SandboxChoice = Annotated[SandboxKind, Field(description="local (bubblewrap), docker, or none (no isolation).",
                                              json_schema_extra=flag("--sandbox"))]

@@ -1,11 +1,15 @@
-"""Keeps the head and tail of a command's output while it streams, so 50 MB never sits in memory."""
+"""A command's output as it streams (bounded in memory) and as the student sees it (cut per suite).
+
+The sandbox keeps at most `HEAD_CHARS` + `TAIL_CHARS` of a command's output: a memory bound only, far above
+any observation. What the student sees is cut by `cut_output`, where the agent forms the observation, with
+the suite's limit (the reference harness: 12,000 characters in the app world, nothing cut elsewhere)."""
 
 from __future__ import annotations
 
 import codecs
 
-HEAD_CHARS = 5_000
-TAIL_CHARS = 5_000
+HEAD_CHARS = 1_000_000
+TAIL_CHARS = 1_000_000
 
 
 class OutputCollector:
@@ -44,4 +48,22 @@ class OutputCollector:
         overflow = self._head[self.head_chars :]
         tail = (overflow + self._tail)[-self.tail_chars :]
         elided = self.total_chars - len(head) - len(tail)
-        return f"{head}\n[... {elided} characters elided ...]\n{tail}"
+        return head + elision_note(elided) + tail
+
+
+def elision_note(elided: int) -> str:
+    """The line that stands for the characters left out, in the collector's and the agent's cut alike."""
+    return f"\n[... {elided} characters elided ...]\n"
+
+
+def cut_output(text: str, limit: int | None, elided_before: int = 0) -> str:
+    """`text` whole when it fits in `limit` characters (or no limit); else its first `limit // 2` and last
+    `limit - limit // 2` characters around a note of how many were elided (the reference's head and tail).
+    `elided_before`: characters the collector already left out of `text` (counted in the note, whose own
+    line falls inside the cut)."""
+    if limit is None or len(text) <= limit:
+        return text
+    head, tail = limit // 2, limit - limit // 2
+    marker = len(elision_note(elided_before)) if elided_before else 0
+    elided = len(text) - head - tail - marker + elided_before
+    return text[:head] + elision_note(elided) + text[len(text) - tail:]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from unscaffold.minimal_harness.sandbox.output import cut_output
+
 FIELDS = ("output", "exit_code", "timed_out", "elided_chars", "duration_s")
 
 
@@ -14,9 +16,10 @@ class ExecResult:
         self.output, self.exit_code, self.timed_out = output, exit_code, timed_out
         self.elided_chars, self.duration_s = elided_chars, duration_s
 
-    def observation(self) -> str:
-        """The text the student sees: output, then the exit code."""
-        return f"{self.output}\n[exit_code={self.exit_code}]"
+    def observation(self, cut_chars: int | None = None) -> str:
+        """The text the student sees: output (cut to `cut_chars`, head and tail, when given), then the exit
+        code."""
+        return f"{cut_output(self.output, cut_chars, self.elided_chars)}\n[exit_code={self.exit_code}]"
 
     def to_dict(self) -> dict[str, object]:
         return {name: getattr(self, name) for name in FIELDS}
