@@ -26,7 +26,7 @@ def cache_root() -> Path:
 def library() -> Path | None:
     """The built library, or None when this host has no C compiler (or the build failed)."""
     compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
-    if compiler is None:
+    if compiler is None or not SOURCE.is_file():
         return None
     digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
     target = cache_root() / "recorder" / f"{digest}-{LIBRARY}"

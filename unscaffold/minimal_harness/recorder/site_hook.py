@@ -35,6 +35,8 @@ _SYSTEM = ("/usr/", "/lib/", "/lib64/", "/lib32/", "/bin/", "/sbin/", "/etc/", "
 _EXEC_EVENTS = frozenset({"os.exec", "os.posix_spawn", "os.spawn", "subprocess.Popen", "os.system"})
 _EVENTS = frozenset({"open"}) | _EXEC_EVENTS
 _SECRET_KEYS = frozenset({"access_token", "password"})  # app-world call arguments recorded as "***"
+# The file name a wrapper's frame bears: `warnings` treats frames of importlib's bootstrap as internal.
+_INTERNAL_FILE = "<frozen importlib._bootstrap (unscaffold recorder)>"
 _MAX_ITEMS = 50  # items of a list or dict kept in a recorded value before the rest is cut
 
 
@@ -297,26 +299,36 @@ _WRAPS: dict[str, tuple[tuple[str, str, bool], ...]] = {
 }
 
 
-def _wrap(recorder: _Recorder, fn, name: str, method: bool):  # type: ignore[no-untyped-def]
+def _wrap(recorder: _Recorder, fn, name: str, method: bool, module_file: str | None):  # type: ignore[no-untyped-def]
+    """`fn` recording its calls, and otherwise out of sight: an exception leaves without the wrapper's frame
+    in its traceback (a bare `raise` adds none), and `warnings` skips the frame when it counts `stacklevel`
+    (its file name marks it internal) - or, for a library that finds its caller by file (pandas), the frame
+    bears that library's file name and is counted as the library's own."""
     import functools
 
     appworld = name == "appworld"
 
-    @functools.wraps(fn)
     def recorded(*args, **kwargs):  # type: ignore[no-untyped-def]
         if recorder.busy or recorder.depth:
-            return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            except BaseException as e:
+                e.__traceback__ = e.__traceback__.tb_next if e.__traceback__ is not None else None
+                raise
         recorder.depth += 1
         try:
             result = fn(*args, **kwargs)
         except BaseException as e:
             recorder.depth -= 1
+            e.__traceback__ = e.__traceback__.tb_next if e.__traceback__ is not None else None
             _note_call(recorder, name, appworld, method, args, kwargs, False, None, f"{type(e).__name__}: {e}")
             raise
         recorder.depth -= 1
         _note_call(recorder, name, appworld, method, args, kwargs, True, result, None)
         return result
 
+    recorded.__code__ = recorded.__code__.replace(co_filename=module_file or _INTERNAL_FILE)
+    functools.update_wrapper(recorded, fn)
     recorded.__unscaffold_recorded__ = True  # type: ignore[attr-defined]
     return recorded
 
@@ -346,7 +358,8 @@ def _patch(recorder: _Recorder, module) -> None:  # type: ignore[no-untyped-def]
         if fn is None or getattr(fn, "__unscaffold_recorded__", False):
             continue
         try:
-            setattr(target, attr, _wrap(recorder, fn, name, method))
+            own_file = getattr(module, "__file__", None) if module.__name__.startswith("pandas.") else None
+            setattr(target, attr, _wrap(recorder, fn, name, method, own_file))
         except (AttributeError, TypeError):
             pass
 
