@@ -164,7 +164,8 @@ def test_a_shell_program_gives_an_exec_record_and_its_opens(tmp_path: Path) -> N
 @needs_bwrap
 @needs_preload
 def test_a_shell_write_then_a_python_read_keeps_their_order(tmp_path: Path) -> None:
-    command = "echo CCN > answer.txt; python -c \"from rdkit import Chem; Chem.MolFromSmiles(open('answer.txt').read())\""
+    command = ("echo CCN > answer.txt; "
+               "python -c \"from rdkit import Chem; Chem.MolFromSmiles(open('answer.txt').read())\"")
     [evidence] = record("retrosynthesis", [command], tmp_path)
     assert shape(evidence, ("open", "written", "call")) == [
         ("open", "bash", "answer.txt", "w"),
@@ -203,7 +204,8 @@ def test_a_workbook_load_and_save_are_recorded_with_the_file(tmp_path: Path) -> 
 
 @needs_bwrap
 def test_a_process_over_the_event_cap_is_cut_and_marked(tmp_path: Path) -> None:
-    loop = f"python -c 'from rdkit import Chem\nfor _ in range({MAX_EVENTS_PER_COMMAND + 10}): Chem.MolFromSmiles(\"C\")'"
+    loop = (f"python -c 'from rdkit import Chem\nfor _ in range({MAX_EVENTS_PER_COMMAND + 10}): "
+            "Chem.MolFromSmiles(\"C\")'")
     [evidence] = record("retrosynthesis", [loop], tmp_path)
     assert evidence.truncated and len(evidence.events) == MAX_EVENTS_PER_COMMAND
     assert evidence.exit_code == 0
