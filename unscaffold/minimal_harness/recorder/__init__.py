@@ -1,7 +1,7 @@
 """Records what each of the student's commands did, for `trials/<id>/evidence.jsonl` (see `evidence.py`).
 
 Per sandbox a host folder holds `lib/` (the in-sandbox recorder as `sitecustomize.py`, its settings in
-`recorder.json`) and `out/` (one JSON-lines file per recorded process). Both are shown inside at
+`recorder.conf`) and `out/` (one JSON-lines file per recorded process). Both are shown inside at
 `EVIDENCE_ROOT` (lib read-only) and `lib/` goes on `PYTHONPATH`, so every Python the student starts
 records its opens, execs, exit and the suites' library calls (`site_hook.py`); `PATH` and the output stay
 as they were. Under the local sandbox, when a C compiler is at hand, `libexec.so` (`preload.c`) goes on
@@ -13,8 +13,10 @@ Measurement, not a security boundary: nothing that guards a reward reads it."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import py_compile
 import shutil
 import tempfile
 from pathlib import Path
@@ -38,7 +40,7 @@ from unscaffold.minimal_harness.sandbox.result import ExecResult
 
 EVIDENCE_ROOT = "/run/unscaffold-evidence"  # inside the sandbox: lib/ (read-only) and out/
 SITE_HOOK = Path(__file__).resolve().parent / "site_hook.py"
-CONFIG_FILE = "recorder.json"
+CONFIG_FILE = "recorder.conf"  # read by both recorders: lines of output folder, workspace and the caps
 MAX_READ_BYTES = 32 * 1024**2  # of one command's lines, all processes together; the rest is cut
 _EVENT = TypeAdapter(Event)
 
@@ -65,9 +67,14 @@ class EvidenceRecorder:
         inside_out = f"{EVIDENCE_ROOT}/out" if isolated else str(out)
         workspace = config.cwd if isolated else str(Path(config.workspace).resolve())
         shutil.copyfile(SITE_HOOK, lib / "sitecustomize.py")
-        settings = {"workspace": workspace, "out": inside_out, "max_events": MAX_EVENTS_PER_COMMAND,
-                    "max_value_chars": MAX_VALUE_CHARS, "max_content_bytes": MAX_CONTENT_BYTES}
-        (lib / CONFIG_FILE).write_text(json.dumps(settings), encoding="utf-8")
+        # Compiled beforehand, trusted as made: the sandbox writes no bytecode, and compiling the recorder
+        # at every Python start would cost more than all it records (a Python of another version, in a
+        # docker image, looks for its own cache name and compiles the source).
+        source = str(lib / "sitecustomize.py")
+        py_compile.compile(source, cfile=importlib.util.cache_from_source(source), doraise=True,
+                           invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+        settings = [inside_out, workspace, MAX_EVENTS_PER_COMMAND, MAX_VALUE_CHARS, MAX_CONTENT_BYTES]
+        (lib / CONFIG_FILE).write_text("".join(f"{value}\n" for value in settings), encoding="utf-8")
         recorder = "python-audit"
         # The preload library is built for this host's C library: only where commands run on it.
         shared = preload.library() if config.kind in ("local", "none") else None
@@ -75,9 +82,7 @@ class EvidenceRecorder:
             shutil.copyfile(shared, lib / preload.LIBRARY)
             recorder += "+ldpreload"
             config.env["LD_PRELOAD"] = _prepend(f"{inside_lib}/{preload.LIBRARY}", config.env.get("LD_PRELOAD"), " ")
-            (lib / preload.CONF).write_text(preload.conf_text(inside_out, workspace, MAX_EVENTS_PER_COMMAND,
-                                                              MAX_VALUE_CHARS), encoding="utf-8")
-        for path in [*lib.iterdir(), lib]:
+        for path in [*lib.rglob("*"), lib]:
             path.chmod(0o755 if path.is_dir() else 0o644)
         if isolated:
             config.mounts += [Mount(source=lib, target=inside_lib), Mount(source=out, target=inside_out, writable=True)]

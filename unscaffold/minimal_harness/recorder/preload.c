@@ -3,8 +3,9 @@
  * Records, as JSON lines like the Python recorder's (site_hook.py), the programs a program starts
  * (execve, execv, execvp, execvpe, posix_spawn, posix_spawnp: {"kind": "exec", "argv": [...]}) and the
  * files it opens outside the system folders ({"kind": "open", "path", "mode", "inside_workspace"}), then
- * calls the real function: nothing the program sees changes. Its settings are `preload.conf` beside
- * this library: the output folder, the workspace, the event cap and the value cap, one a line.
+ * calls the real function: nothing the program sees changes. Its settings are `recorder.conf` beside
+ * this library (the Python recorder's): the output folder, the workspace, the event cap and the value
+ * cap, one a line.
  * Python processes, and the sandbox's own bubblewrap and setpriv, record nothing here (Python's audit
  * hook records them). Measurement, not security: a static program, or one that clears its environment,
  * leaves no lines. */
@@ -57,7 +58,7 @@ static void setup(void) {
     snprintf(conf, sizeof conf, "%s", info.dli_fname);
     char *slash = strrchr(conf, '/');
     if (!slash) return;
-    snprintf(slash + 1, sizeof conf - (size_t)(slash + 1 - conf), "preload.conf");
+    snprintf(slash + 1, sizeof conf - (size_t)(slash + 1 - conf), "recorder.conf");
     int fd = (int)syscall(SYS_openat, AT_FDCWD, conf, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return;
     FILE *f = fdopen(fd, "r");

@@ -13,7 +13,6 @@ from pathlib import Path
 
 SOURCE = Path(__file__).resolve().parent / "preload.c"
 LIBRARY = "libexec.so"  # its name beside `sitecustomize.py` in the sandbox's recorder folder
-CONF = "preload.conf"  # beside it: the output folder, the workspace, the event cap, the value cap
 _BUILD_S = 120
 
 
@@ -44,7 +43,3 @@ def library() -> Path | None:
             return None
         os.replace(built, target)  # atomic: a concurrent build of the same source writes the same bytes
     return target
-
-
-def conf_text(out: str, workspace: str, max_events: int, max_chars: int) -> str:
-    return f"{out}\n{workspace}\n{max_events}\n{max_chars}\n"
