@@ -13,6 +13,7 @@ Measurement, not a security boundary: nothing that guards a reward reads it."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -67,12 +68,9 @@ class EvidenceRecorder:
         inside_out = f"{EVIDENCE_ROOT}/out" if isolated else str(out)
         workspace = config.cwd if isolated else str(Path(config.workspace).resolve())
         shutil.copyfile(SITE_HOOK, lib / "sitecustomize.py")
-        # Compiled beforehand, trusted as made: the sandbox writes no bytecode, and compiling the recorder
-        # at every Python start would cost more than all it records (a Python of another version, in a
-        # docker image, looks for its own cache name and compiles the source).
-        source = str(lib / "sitecustomize.py")
-        py_compile.compile(source, cfile=importlib.util.cache_from_source(source), doraise=True,
-                           invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+        pyc = Path(importlib.util.cache_from_source(str(lib / "sitecustomize.py")))
+        pyc.parent.mkdir(mode=0o755)
+        pyc.write_bytes(_compiled_site_hook())
         settings = [inside_out, workspace, MAX_EVENTS_PER_COMMAND, MAX_VALUE_CHARS, MAX_CONTENT_BYTES]
         (lib / CONFIG_FILE).write_text("".join(f"{value}\n" for value in settings), encoding="utf-8")
         recorder = "python-audit"
@@ -182,6 +180,19 @@ def append_evidence(path: Path, evidence: CommandEvidence) -> None:
         os.write(fd, line)
     finally:
         os.close(fd)
+
+
+@functools.cache
+def _compiled_site_hook() -> bytes:
+    """The recorder's bytecode, compiled once per process and trusted as made (no source check): the
+    sandbox writes no bytecode, and compiling the recorder at every Python start would cost more than all
+    it records. A Python of another version (a docker image's) looks for its own cache name and compiles
+    the source instead."""
+    with tempfile.TemporaryDirectory(prefix="unscaffold-recorder-") as scratch:
+        target = Path(scratch) / "sitecustomize.pyc"
+        py_compile.compile(str(SITE_HOOK), cfile=str(target), dfile="sitecustomize.py", doraise=True,
+                           invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+        return target.read_bytes()
 
 
 def reset_evidence(path: Path) -> None:
