@@ -24,7 +24,7 @@ from unscaffold.minimal_harness.evidence import EVIDENCE_FILE, MAX_EVENTS_PER_CO
 from unscaffold.minimal_harness.recorder import EvidenceRecorder, append_evidence, preload
 from unscaffold.minimal_harness.recorder.site_hook import _mode
 from unscaffold.minimal_harness.sandbox import open_sandbox
-from unscaffold.minimal_harness.sandbox.base import Sandbox
+from unscaffold.minimal_harness.sandbox.base import Sandbox, SandboxKind
 from unscaffold.minimal_harness.sandbox.result import ExecResult
 
 PRELOAD = preload.library() is not None
@@ -33,13 +33,14 @@ WRITE = "python -c \"open('answer.txt','w').write('CCO')\""
 
 
 @contextlib.contextmanager
-def trial(suite_name: str, tmp_path: Path, record: bool = True) -> Iterator[tuple[Sandbox, EvidenceRecorder | None]]:
+def trial(suite_name: str, tmp_path: Path, record: bool = True, kind: SandboxKind = "local"
+          ) -> Iterator[tuple[Sandbox, EvidenceRecorder | None]]:
     """A sandbox on the suite's first task, prepared as a trial prepares it (services too)."""
     suite = load_suite(suite_name)
     task = suite.tasks()[0]
     trial_dir = tmp_path / ("recorded" if record else "plain")
     trial_dir.mkdir()
-    config = suite.prepare(task, trial_dir, "local")
+    config = suite.prepare(task, trial_dir, kind)
     config.timeout_s = 60
     with contextlib.ExitStack() as stack:
         stack.enter_context(suite.services(task, trial_dir))
@@ -51,9 +52,10 @@ def trial(suite_name: str, tmp_path: Path, record: bool = True) -> Iterator[tupl
         yield sandbox, recorder
 
 
-def record(suite_name: str, commands: list[str], tmp_path: Path) -> list[CommandEvidence]:
+def record(suite_name: str, commands: list[str], tmp_path: Path, kind: SandboxKind = "local"
+           ) -> list[CommandEvidence]:
     out = []
-    with trial(suite_name, tmp_path) as (sandbox, recorder):
+    with trial(suite_name, tmp_path, kind=kind) as (sandbox, recorder):
         assert recorder is not None
         for step, command in enumerate(commands):
             recorder.begin()
@@ -283,3 +285,18 @@ def test_a_run_keeps_one_evidence_line_per_command_beside_the_trajectory(tmp_pat
     run(RunConfig(suite="retrosynthesis", student=spec, out=tmp_path / "run", task_ids=[task]))
     again = read_evidence(folder / EVIDENCE_FILE)
     assert again is not None and [(e.step, e.command) for e in again] == [(0, WRITE), (2, check)]
+
+
+@pytest.mark.docker
+def test_the_docker_sandbox_records_python_as_the_local_one_does(docker_engine: Any, docker_suites_image: str,
+                                                                  tmp_path: Path) -> None:
+    check = "python3 -c \"from rdkit import Chem; print(Chem.MolFromSmiles(open('answer.txt').read()))\""
+    write, parse = record("retrosynthesis", [WRITE.replace("python ", "python3 "), check], tmp_path, kind="docker")
+    assert write.recorder == parse.recorder == "python-audit"  # the preload library is the host's, not the image's
+    assert shape(write) == [("open", "python3", "answer.txt", "w"), ("written", "answer.txt", "CCO"),
+                            ("exit", "python3", 0, None)]
+    assert shape(parse) == [
+        ("open", "python3", "answer.txt", "r"),
+        ("call", "rdkit.Chem.MolFromSmiles", ("CCO",), {}, True, "<rdkit.Chem.rdchem.Mol>", None),
+        ("exit", "python3", 0, None),
+    ]

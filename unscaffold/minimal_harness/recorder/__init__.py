@@ -1,7 +1,7 @@
 """Records what each of the student's commands did, for `trials/<id>/evidence.jsonl` (see `evidence.py`).
 
-Per sandbox a host folder holds `lib/` (the in-sandbox recorder as `sitecustomize.py`, its settings in
-`recorder.conf`) and `out/` (one JSON-lines file per recorded process). Both are shown inside at
+Per sandbox a host folder holds `lib/` (the in-sandbox recorder, entered through `sitecustomize.py`, its
+settings in `recorder.conf`) and `out/` (one JSON-lines file per recorded process). Both are shown inside at
 `EVIDENCE_ROOT` (lib read-only) and `lib/` goes on `PYTHONPATH`, so every Python the student starts
 records its opens, execs, exit and the suites' library calls (`site_hook.py`); `PATH` and the output stay
 as they were. Under the local sandbox, when a C compiler is at hand, `libexec.so` (`preload.c`) goes on
@@ -41,6 +41,16 @@ from unscaffold.minimal_harness.sandbox.result import ExecResult
 
 EVIDENCE_ROOT = "/run/unscaffold-evidence"  # inside the sandbox: lib/ (read-only) and out/
 SITE_HOOK = Path(__file__).resolve().parent / "site_hook.py"
+MODULE = "unscaffold_recorder"  # the recorder's module name inside
+# The entry Python's `site` imports: syntax every Python reads, so an image's Python 2 or 3.6 imports it
+# without a word (a syntax error there would print "Error in sitecustomize"); only 3.10 and later record.
+SITECUSTOMIZE = f"""import sys
+if sys.version_info >= (3, 10):
+    try:
+        import {MODULE}
+    except Exception:
+        pass
+"""
 CONFIG_FILE = "recorder.conf"  # read by both recorders: lines of output folder, workspace and the caps
 MAX_READ_BYTES = 32 * 1024**2  # of one command's lines, all processes together; the rest is cut
 _EVENT = TypeAdapter(Event)
@@ -67,10 +77,11 @@ class EvidenceRecorder:
         inside_lib = f"{EVIDENCE_ROOT}/lib" if isolated else str(lib)
         inside_out = f"{EVIDENCE_ROOT}/out" if isolated else str(out)
         workspace = config.cwd if isolated else str(Path(config.workspace).resolve())
-        shutil.copyfile(SITE_HOOK, lib / "sitecustomize.py")
-        pyc = Path(importlib.util.cache_from_source(str(lib / "sitecustomize.py")))
-        pyc.parent.mkdir(mode=0o755)
-        pyc.write_bytes(_compiled_site_hook())
+        (lib / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
+        shutil.copyfile(SITE_HOOK, lib / f"{MODULE}.py")
+        (lib / "__pycache__").mkdir(mode=0o755)
+        for name, code in _compiled().items():
+            Path(importlib.util.cache_from_source(str(lib / name))).write_bytes(code)
         settings = [inside_out, workspace, MAX_EVENTS_PER_COMMAND, MAX_VALUE_CHARS, MAX_CONTENT_BYTES]
         (lib / CONFIG_FILE).write_text("".join(f"{value}\n" for value in settings), encoding="utf-8")
         recorder = "python-audit"
@@ -183,16 +194,20 @@ def append_evidence(path: Path, evidence: CommandEvidence) -> None:
 
 
 @functools.cache
-def _compiled_site_hook() -> bytes:
-    """The recorder's bytecode, compiled once per process and trusted as made (no source check): the
-    sandbox writes no bytecode, and compiling the recorder at every Python start would cost more than all
-    it records. A Python of another version (a docker image's) looks for its own cache name and compiles
-    the source instead."""
+def _compiled() -> dict[str, bytes]:
+    """The recorder's bytecode (file name -> .pyc), compiled once per process and trusted as made (no
+    source check): the sandbox writes no bytecode, and compiling the recorder at every Python start would
+    cost more than all it records. A Python of another version (a docker image's) looks for its own cache
+    name and compiles the source instead."""
+    out = {}
     with tempfile.TemporaryDirectory(prefix="unscaffold-recorder-") as scratch:
-        target = Path(scratch) / "sitecustomize.pyc"
-        py_compile.compile(str(SITE_HOOK), cfile=str(target), dfile="sitecustomize.py", doraise=True,
-                           invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
-        return target.read_bytes()
+        for name, text in (("sitecustomize.py", SITECUSTOMIZE), (f"{MODULE}.py", SITE_HOOK.read_text("utf-8"))):
+            source, target = Path(scratch) / name, Path(scratch) / f"{name}c"
+            source.write_text(text, encoding="utf-8")
+            py_compile.compile(str(source), cfile=str(target), dfile=name, doraise=True,
+                               invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+            out[name] = target.read_bytes()
+    return out
 
 
 def reset_evidence(path: Path) -> None:

@@ -1,5 +1,6 @@
-"""Runs inside the sandbox as `sitecustomize` of every Python the student starts: records what the process
-did that a behaviour can rest on, as JSON lines, for the harness to gather after the command.
+"""Runs inside the sandbox in every Python the student starts (as `unscaffold_recorder`, imported by the
+`sitecustomize` beside it): records what the process did that a behaviour can rest on, as JSON lines, for
+the harness to gather after the command.
 
 Standard library only, imported by every Python start of the student, and it must never change what the
 student sees: it prints nothing, raises nothing, and chains to any other `sitecustomize`. What it records:
@@ -487,7 +488,7 @@ def _chain() -> None:
     without the recorder."""
     from importlib.machinery import PathFinder
 
-    module = sys.modules.pop(__name__, None)
+    module = sys.modules.pop("sitecustomize", None)  # the entry that imported this module
     try:
         spec = PathFinder.find_spec("sitecustomize", [p for p in sys.path if os.path.abspath(p or ".") != _HERE])
         if spec is not None and spec.loader is not None:
@@ -499,8 +500,8 @@ def _chain() -> None:
     except Exception:
         pass
     if module is not None:
-        sys.modules[__name__] = module
+        sys.modules["sitecustomize"] = module
 
 
-if __name__ == "sitecustomize":
+if __name__ == "unscaffold_recorder":
     _start()
