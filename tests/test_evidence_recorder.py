@@ -39,7 +39,7 @@ def trial(suite_name: str, tmp_path: Path, record: bool = True, kind: SandboxKin
     suite = load_suite(suite_name)
     task = suite.tasks()[0]
     trial_dir = tmp_path / ("recorded" if record else "plain")
-    trial_dir.mkdir()
+    trial_dir.mkdir(parents=True)
     config = suite.prepare(task, trial_dir, kind)
     config.timeout_s = 60
     with contextlib.ExitStack() as stack:
@@ -263,6 +263,38 @@ def test_collect_orders_lines_of_all_processes_and_drops_forged_ones(tmp_path: P
     assert config.env["PYTHONPATH"] == str(recorder.folder / "lib")
 
 
+def test_the_harness_reads_no_file_through_a_link_or_outside_the_workspace(tmp_path: Path) -> None:
+    from unscaffold.minimal_harness.sandbox.base import SandboxConfig
+
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "secret").write_text("host secret")
+    (tmp_path / "ws" / "answer.txt").symlink_to(tmp_path / "secret")
+    (tmp_path / "ws" / "plain.txt").write_text("CCO")
+    recorder = EvidenceRecorder.attach(SandboxConfig(kind="none", workspace=tmp_path / "ws"))
+    try:
+        lines = [{"kind": "open", "path": path, "mode": "w", "inside_workspace": True, "t": t, "pid": 7,
+                  "program": "bash"} for t, path in enumerate(["answer.txt", "../secret", "plain.txt"])]
+        (recorder.out / "7-a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+        evidence = recorder.collect(0, 2, "x", ExecResult(output="", exit_code=0))
+    finally:
+        recorder.close()
+    assert [(e.kind, e.path, getattr(e, "content", None)) for e in evidence.events[1:]] == [
+        ("open", "answer.txt", None), ("open", "../secret", None), ("open", "plain.txt", None),
+        ("written", "plain.txt", "CCO")]
+
+
+def test_the_unisolated_sandbox_records_as_the_local_one_does(tmp_path: Path) -> None:
+    check = "python -c \"from rdkit import Chem; print(Chem.MolFromSmiles(open('answer.txt').read()))\""
+    with pytest.warns(UserWarning, match="without isolation"):
+        write, parse = record("retrosynthesis", [WRITE, check], tmp_path, kind="none")
+    assert shape(write) == [*by_shell(("python", "-c", "open('answer.txt','w').write('CCO')")),
+                            ("open", "python", "answer.txt", "w"), ("written", "answer.txt", "CCO"),
+                            ("exit", "python", 0, None)]
+    assert shape(parse, ("open", "call")) == [
+        ("open", "python", "answer.txt", "r"),
+        ("call", "rdkit.Chem.MolFromSmiles", ("CCO",), {}, True, "<rdkit.Chem.rdchem.Mol>", None)]
+
+
 @needs_bwrap
 def test_a_run_keeps_one_evidence_line_per_command_beside_the_trajectory(tmp_path: Path, write_replay) -> None:
     suite = load_suite("retrosynthesis")
@@ -300,3 +332,16 @@ def test_the_docker_sandbox_records_python_as_the_local_one_does(docker_engine: 
         ("call", "rdkit.Chem.MolFromSmiles", ("CCO",), {}, True, "<rdkit.Chem.rdchem.Mol>", None),
         ("exit", "python3", 0, None),
     ]
+    commands = ["python3 -c \"from rdkit import Chem; print(Chem.MolFromSmiles(open('answer.txt').read()) is None)\"",
+                "python3 -c 'import openpyxl; openpyxl.load_workbook(\"nope.xlsx\")'",
+                "echo $PATH; env | grep -v ^HOSTNAME= | sort"]
+    outputs = {}
+    for recorded in (True, False):
+        with trial("retrosynthesis", tmp_path / str(recorded), record=recorded, kind="docker") as (sandbox, _):
+            sandbox.execute(WRITE.replace("python ", "python3 "))
+            outputs[recorded] = [sandbox.execute(c).observation() for c in commands]
+    # the same output, but for the one variable the recorder adds (docker has no preload library)
+    ours = [line for line in outputs[True][2].splitlines() if line.startswith("PYTHONPATH=")]
+    assert ours == ["PYTHONPATH=/run/unscaffold-evidence/lib"]
+    outputs[True][2] = outputs[True][2].replace(ours[0] + "\n", "")
+    assert outputs[True] == outputs[False]

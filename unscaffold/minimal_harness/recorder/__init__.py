@@ -35,9 +35,10 @@ from unscaffold.minimal_harness.evidence import (
     WriteCloseEvent,
 )
 from unscaffold.minimal_harness.recorder import preload
-from unscaffold.minimal_harness.recorder.site_hook import written_record
+from unscaffold.minimal_harness.recorder.site_hook import file_record
 from unscaffold.minimal_harness.sandbox.base import Mount, SandboxConfig
 from unscaffold.minimal_harness.sandbox.result import ExecResult
+from unscaffold.untrusted import UntrustedFileError, open_untrusted
 
 EVIDENCE_ROOT = "/run/unscaffold-evidence"  # inside the sandbox: lib/ (read-only) and out/
 SITE_HOOK = Path(__file__).resolve().parent / "site_hook.py"
@@ -167,7 +168,7 @@ class EvidenceRecorder:
         inserts: list[tuple[int, Any]] = []
         root = Path(self.config.workspace)
         for path, index in last.items():
-            record = written_record(str(root / path), MAX_CONTENT_BYTES)
+            record = _untrusted_record(root, path)
             earlier = [e for e in events if e.kind == "written" and e.path == path]
             if record is None or (earlier and earlier[-1].sha256 == record["sha256"]):
                 continue
@@ -180,6 +181,18 @@ class EvidenceRecorder:
 
     def close(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _untrusted_record(root: Path, relative: str) -> dict[str, Any] | None:
+    """A workspace file's `written` fields, read as hostile input (no link followed: the student names
+    every path, and the host reads as root); None when it is gone or refused."""
+    try:
+        fd = open_untrusted(root, relative)
+    except (UntrustedFileError, OSError):
+        return None
+    os.set_blocking(fd, True)
+    with open(fd, "rb") as f:
+        return file_record(f, MAX_CONTENT_BYTES)
 
 
 def append_evidence(path: Path, evidence: CommandEvidence) -> None:

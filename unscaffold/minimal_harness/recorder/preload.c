@@ -5,10 +5,9 @@
  * files it opens outside the system folders ({"kind": "open", "path", "mode", "inside_workspace"}), then
  * calls the real function: nothing the program sees changes. Its settings are `recorder.conf` beside
  * this library (the Python recorder's): the output folder, the workspace, the event cap and the value
- * cap, one a line.
- * Python processes, and the sandbox's own bubblewrap and setpriv, record nothing here (Python's audit
- * hook records them). Measurement, not security: a static program, or one that clears its environment,
- * leaves no lines. */
+ * cap, one a line. Python processes (Python's audit hook records them) and the sandboxes' own
+ * launchers (bubblewrap, setpriv, prlimit) record nothing here. Measurement, not security: a static
+ * program, or one that clears its environment, leaves no lines. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -53,7 +52,8 @@ static void setup(void) {
     exe[n] = 0;
     const char *base = strrchr(exe, '/');
     base = base ? base + 1 : exe;
-    if (!strncmp(base, "python", 6) || !strcmp(base, "bwrap") || !strcmp(base, "setpriv")) return;
+    if (!strncmp(base, "python", 6) || !strcmp(base, "bwrap") || !strcmp(base, "setpriv") ||
+        !strcmp(base, "prlimit")) return;
     if (!dladdr((void *)marker, &info) || !info.dli_fname) return;
     snprintf(conf, sizeof conf, "%s", info.dli_fname);
     char *slash = strrchr(conf, '/');
