@@ -122,15 +122,16 @@ def run_trial(
         sandbox_config.base_images = config.sandbox.substitutes()
         if isinstance(context.harness, HStarHarness):
             sandbox_config.mounts.append(context.harness.mount())
-        # Disk bounded as it is written, from before the task's services start (they may write there too);
-        # by default nothing of the trial but its record stays on the host.
-        disk = open_trial_disk(sandbox_config)
+        # What each command did (evidence.jsonl): its spool is a writable folder, so on the trial's disk too.
+        recorder = EvidenceRecorder.attach(sandbox_config)
         with contextlib.ExitStack() as stack:
+            stack.callback(recorder.close)
+            # Disk bounded as it is written, from before the task's services start (they may write there too);
+            # by default nothing of the trial but its record stays on the host.
+            disk = open_trial_disk(sandbox_config)
             if disk is not None:
                 stack.callback(disk.close, keep=config.sandbox.keep_workspace)
             stack.enter_context(suite.services(task, trial_dir))  # e.g. a server holding the task's world
-            recorder = EvidenceRecorder.attach(sandbox_config)  # what each command did: evidence.jsonl
-            stack.callback(recorder.close)
             sandbox = open_sandbox(sandbox_config)
             isolation = sandbox.isolation + (disk_note(disk, config.sandbox.keep_workspace) if disk else "")
             in_setup = False
