@@ -242,6 +242,20 @@ def test_open_modes_follow_the_schema() -> None:
     assert {key: _mode(*key) for key in cases} == cases
 
 
+def test_recorded_values_are_bounded_and_keep_their_shape() -> None:
+    from unscaffold.minimal_harness.evidence import MAX_VALUE_CHARS
+    from unscaffold.minimal_harness.recorder.site_hook import _Recorder
+
+    values = _Recorder("/nonexistent", "/ws", MAX_EVENTS_PER_COMMAND, MAX_VALUE_CHARS, 100)
+    page = [{"title": "x" * 100, "song_id": i} for i in range(40)]
+    assert values.value(page[:5]) == page[:5]  # a page of a list API, whole
+    assert values.value(page) == ["<dict>"] * 40  # too long whole: its length and item types
+    assert values.value({"text": "y" * 3000, "ids": [1, 2]}) == {"text": "y" * 20, "ids": "<list>"}
+    assert values.value("z" * 3000) == "z" * MAX_VALUE_CHARS
+    assert values.value([float("nan"), b"ab", Path("a/b"), ({1},)]) == ["nan", "ab", "a/b", [[1]]]
+    assert values.value(object()) == "<object>"
+
+
 def test_collect_orders_lines_of_all_processes_and_drops_forged_ones(tmp_path: Path) -> None:
     from unscaffold.minimal_harness.sandbox.base import SandboxConfig
 

@@ -167,11 +167,14 @@ class _Recorder:
             record["error"] = error[: self.max_chars]
         self.emit(record)
 
-    def value(self, value: object, depth: int = 0) -> object:
+    def value(self, value: object) -> object:
         """A JSON-safe summary of a value: plain values as they are (text cut), containers item by item
-        (the first few), anything else as `<module.Type>`; the whole cut to its text when too long."""
-        out = _plain(value, depth, self.max_chars)
-        if depth == 0 and isinstance(out, list | dict):
+        (the first 50, three levels deep), anything else as `<module.Type>`. A container too long as a
+        whole keeps its items one level deep (deeper ones as their type, text cut short), so a list keeps
+        its length and a dict its keys; only if that is still too long is it cut to its text."""
+        out = _plain(value, 0, self.max_chars)
+        if isinstance(out, list | dict) and len(self._dumps(out)) > self.max_chars:
+            out = _plain(value, 2, max(self.max_chars // (2 * _MAX_ITEMS), 8))
             text = self._dumps(out)
             if len(text) > self.max_chars:
                 return text[: self.max_chars]
