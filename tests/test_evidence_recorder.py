@@ -214,6 +214,19 @@ def test_a_process_over_the_event_cap_is_cut_and_marked(tmp_path: Path) -> None:
 
 
 @needs_bwrap
+def test_a_timed_out_command_keeps_what_it_did_before_it_was_killed(tmp_path: Path) -> None:
+    command = "python -c \"f = open('answer.txt', 'w'); f.write('CCO'); f.flush(); import time; time.sleep(60)\""
+    with trial("retrosynthesis", tmp_path) as (sandbox, recorder):
+        assert recorder is not None
+        recorder.begin()
+        evidence = recorder.collect(0, 2, command, sandbox.execute(command, timeout_s=3))
+    assert (evidence.exit_code, evidence.timed_out) == (124, True)
+    # killed: no exit line, and the file's content is the harness's reading after the command
+    assert shape(evidence, ("open", "written", "exit")) == [("open", "python", "answer.txt", "w"),
+                                                            ("written", "answer.txt", "CCO")]
+
+
+@needs_bwrap
 def test_output_is_byte_identical_with_and_without_the_recorder(tmp_path: Path) -> None:
     commands = [
         WRITE,

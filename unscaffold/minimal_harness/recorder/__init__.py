@@ -53,7 +53,7 @@ if sys.version_info >= (3, 10):
         pass
 """
 CONFIG_FILE = "recorder.conf"  # read by both recorders: lines of output folder, workspace and the caps
-MAX_READ_BYTES = 32 * 1024**2  # of one command's lines, all processes together; the rest is cut
+MAX_READ_BYTES = 16 * 1024**2  # of one command's lines, all processes together; the rest is cut
 _EVENT = TypeAdapter(Event)
 
 

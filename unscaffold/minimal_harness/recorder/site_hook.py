@@ -38,6 +38,7 @@ _EVENTS = frozenset({"open"}) | _EXEC_EVENTS
 _SECRET_KEYS = frozenset({"access_token", "password"})  # app-world call arguments recorded as "***"
 # The file name a wrapper's frame bears: `warnings` treats frames of importlib's bootstrap as internal.
 _INTERNAL_FILE = "<frozen importlib._bootstrap (unscaffold recorder)>"
+MAX_CONTENT_TOTAL = 1024**2  # characters of written content one process records in all
 MAX_HASH_BYTES = 64 * 1024**2  # a written file larger than this is not hashed (`sha256` empty)
 _MAX_ITEMS = 50  # items of a list or dict kept in a recorded value before the rest is cut
 _PLAIN_NAME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")  # needs no JSON escape
@@ -56,7 +57,8 @@ class _Recorder:
         self.dropped = 0
         self.busy = False  # set while recording: the recorder's own opens and calls are not the student's
         self.depth = 0  # recorded calls in progress (a call inside another is not recorded again)
-        self.pending: dict[str, tuple[int, int] | None] = {}  # workspace files written: last reported state
+        self.pending: dict[str, tuple[int, int] | None] = {}
+        self.content_left = MAX_CONTENT_TOTAL  # workspace files written: last reported state
         self.exit_code: int | None = None
         self.exception: str | None = None
         self._json = None
@@ -155,6 +157,11 @@ class _Recorder:
             record = written_record(os.path.join(self.workspace, rel), self.max_content)
             if record is not None:
                 record["path"] = rel
+                if record["content"] is not None:
+                    if self.content_left < len(record["content"]):
+                        record["content"] = None  # a file rewritten many times (a log) says its hash only
+                    else:
+                        self.content_left -= len(record["content"])
                 self.emit(record)
 
     def on_call(self, name: str, args: tuple, kwargs: dict, ok: bool, result: object, error: str | None) -> None:
