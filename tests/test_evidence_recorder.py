@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -246,8 +247,6 @@ def test_output_is_byte_identical_with_and_without_the_recorder(tmp_path: Path) 
 
 
 def test_open_modes_follow_the_schema() -> None:
-    import os
-
     cases = {("r", None): "r", ("rb", None): "r", ("r+", None): "rw", ("w", None): "w", ("wb+", None): "w",
              ("a", None): "a", ("x", None): "x", (None, os.O_RDONLY): "r", (None, os.O_WRONLY | os.O_CREAT): "rw",
              (None, os.O_WRONLY | os.O_CREAT | os.O_TRUNC): "w", (None, os.O_RDWR | os.O_APPEND): "a",
@@ -282,6 +281,10 @@ def test_collect_orders_lines_of_all_processes_and_drops_forged_ones(tmp_path: P
                                 "program": "python"}, {"kind": "dropped", "count": 4, "t": 40, "pid": 2}]}
         for name, records in lines.items():
             (recorder.out / name).write_text("".join(json.dumps(r) + "\n" for r in records) + "{torn")
+        forged = tmp_path / "host.jsonl"  # a host file of event lines, linked into the spool: not read
+        forged.write_text(json.dumps({"kind": "exec", "argv": ["host"], "t": 1, "pid": 9}) + "\n")
+        (recorder.out / "0-link.jsonl").symlink_to(forged)
+        os.mkfifo(recorder.out / "0-fifo.jsonl")
         evidence = recorder.collect(3, 8, "x", ExecResult(output="", exit_code=2))
     finally:
         recorder.close()

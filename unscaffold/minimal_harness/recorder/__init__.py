@@ -19,6 +19,7 @@ import json
 import os
 import py_compile
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -137,11 +138,14 @@ class EvidenceRecorder:
         out: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
         budget, truncated = MAX_READ_BYTES, False
         for number, path in enumerate(sorted(self.out.glob("*.jsonl"))):
-            try:
-                with path.open("rb") as f:
-                    data = f.read(budget + 1)
+            try:  # the student can write here too: a link or a FIFO is not read
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
             except OSError:
                 continue
+            with open(fd, "rb") as f:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    continue
+                data = f.read(budget + 1)
             if len(data) > budget:
                 data, truncated = data[:budget], True
             budget -= len(data)
