@@ -241,7 +241,7 @@ def test_six_gib_reserved_in_the_workspace_fail_at_the_limit_and_nothing_stays(t
     assert "agent=1\n" in observation  # the same limit holds in /logs/agent
     assert summary.per_task == {"t": 0.0}  # out.txt could not be written either: the disk was full
     assert sorted(str(p.relative_to(trial)) for p in trial.rglob("*") if not p.is_dir()) == [
-        "result.json", "reviews.jsonl", "trajectory.json"]
+        "evidence.jsonl", "result.json", "reviews.jsonl", "trajectory.json"]
     mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()]
     assert [m for m in mounts if m.startswith(str(tmp_path)) or f"unscaffold-disk-{owner.token()}-" in m] == []
     assert not any(Path(tempfile.gettempdir()).glob(f"unscaffold-disk-{owner.token()}-*"))  # the image is deleted

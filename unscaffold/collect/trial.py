@@ -18,6 +18,7 @@ from unscaffold.knowledge.kfolder import K
 from unscaffold.llm.base import ModelProvider
 from unscaffold.minimal_harness.agent import Agent, pass_through
 from unscaffold.minimal_harness.harness import Harness
+from unscaffold.minimal_harness.recorder import EvidenceRecorder
 from unscaffold.minimal_harness.sandbox import open_sandbox
 from unscaffold.minimal_harness.sandbox.base import DOCKER_ADVICE
 from unscaffold.minimal_harness.sandbox.disk import disk_note, open_trial_disk
@@ -127,10 +128,13 @@ def run_trial(
         sandbox_config.base_images = config.sandbox.substitutes()
         if isinstance(context.harness, HStarHarness):
             sandbox_config.mounts.append(context.harness.mount())
-        # Disk bounded as it is written, from before the task's services start (they may write there too);
-        # by default nothing of the trial but its record stays on the host.
-        disk = open_trial_disk(sandbox_config)
+        # What each command did (evidence.jsonl): its spool is a writable folder, so on the trial's disk too.
+        recorder = EvidenceRecorder.attach(sandbox_config)
         with contextlib.ExitStack() as stack:
+            stack.callback(recorder.close)
+            # Disk bounded as it is written, from before the task's services start (they may write there too);
+            # by default nothing of the trial but its record stays on the host.
+            disk = open_trial_disk(sandbox_config)
             if disk is not None:
                 stack.callback(disk.close, keep=config.sandbox.keep_workspace)
             stack.enter_context(suite.services(task, trial_dir))  # e.g. a server holding the task's world
@@ -147,7 +151,7 @@ def run_trial(
                                       trial_dir / REVIEWS, trial_id, task.id, gold=gold)
                 agent = Agent(provider.for_trial(task.id), sandbox, traj, config=agent_config,
                               save_path=trial_dir / TRAJECTORY, harness=context.harness,
-                              review_hook=hook or pass_through)
+                              review_hook=hook or pass_through, evidence=recorder)
                 agent.run(task.instruction, suite.opening(task, trial_dir, suite.check_opening(config.opening)))
                 scoring = True
                 score = suite.score(task, trial_dir, sandbox, traj)
