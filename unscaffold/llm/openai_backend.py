@@ -11,8 +11,7 @@ import openai
 from unscaffold.errors import AuthError, ModelError
 from unscaffold.llm.hosted import Endpoint, HostedModel
 from unscaffold.llm.http_errors import sdk_errors
-from unscaffold.llm.registry import ServerKind
-from unscaffold.llm.types import AssistantResponse, Message, ToolCall, Usage, parse_arguments
+from unscaffold.llm.types import AssistantResponse, Message, ServerKind, ToolCall, Usage, parse_arguments
 
 # The field each server reads an earlier turn's reasoning from, to hand to the chat template. vLLM reads only
 # `reasoning` and silently drops `reasoning_content` (vllm-project/vllm#38488); SGLang reads

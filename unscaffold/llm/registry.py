@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import typing
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel
 
 from unscaffold.errors import InputError
 from unscaffold.llm.base import Model, ModelProvider
+from unscaffold.llm.types import ServerKind
 
 SCHEMES = ("openai", "anthropic", "hf", "replay")
-ServerKind = Literal["vllm", "sglang"]  # an OpenAI-compatible server whose reasoning field is known
 
 
 class ModelSpec(BaseModel):

@@ -114,7 +114,7 @@ def _convert(source: Path, out: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-    from unscaffold.llm.tiny import read_trl_template
+    from unscaffold.llm.trl_templates import read_trl_template
 
     tokenizer = AutoTokenizer.from_pretrained(str(source.parent), gguf_file=source.name)
     model = AutoModelForCausalLM.from_pretrained(str(source.parent), gguf_file=source.name, dtype=torch.float32)

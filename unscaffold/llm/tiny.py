@@ -22,7 +22,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-TEMPLATE_DIR_NAME = "chat_templates"
+from unscaffold.llm.trl_templates import available_templates as available_templates
+from unscaffold.llm.trl_templates import read_trl_template
+
 DEFAULT_TEMPLATE = "qwen3_5_think"
 MARKER = "unscaffold_tiny.json"
 MAX_POSITIONS = 32768
@@ -112,21 +114,6 @@ KeyError: 'name' ValueError: invalid literal for int() with base 10 Permission d
 """
 
 
-def available_templates() -> list[str]:
-    """Template names TRL ships, so a bad `template` argument can say what exists."""
-    return sorted(p.stem for p in _template_dir().glob("*.jinja"))
-
-
-def read_trl_template(template: str) -> str:
-    """The chat template text exactly as TRL stores it (TRL identifies models by exact text)."""
-    path = _template_dir() / f"{template}.jinja"
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"TRL has no chat template {template!r}; available: {', '.join(available_templates())}"
-        )
-    return path.read_text(encoding="utf-8")
-
-
 def tiny_model_dir(template: str = DEFAULT_TEMPLATE, seed: int = 0, arch: str = QWEN3,
                    cache: Path | None = None) -> Path:
     """Default cache location, shared by runs: `cache`, else $UNSCAFFOLD_CACHE or ~/.cache/unscaffold."""
@@ -181,12 +168,6 @@ def build_tiny_model(out_dir: Path, template: str = DEFAULT_TEMPLATE, seed: int 
         return out_dir
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _template_dir() -> Path:
-    import trl
-
-    return Path(trl.__file__).parent / TEMPLATE_DIR_NAME
 
 
 def _complete(out_dir: Path, wanted: dict[str, object]) -> bool:

@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from unscaffold.llm.output_check import loads_bounded
 
+ServerKind = Literal["vllm", "sglang"]  # an OpenAI-compatible server whose reasoning field is known
 
 class Usage(BaseModel):
     input_tokens: int = 0
