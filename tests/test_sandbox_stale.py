@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import eventually
 from unscaffold.minimal_harness.sandbox import disk, identity, owner
 from unscaffold.minimal_harness.sandbox.cgroup import SandboxCgroup
 
@@ -106,6 +107,24 @@ def test_live_unknown_and_still_running_uids_stay_taken(tmp_path: Path) -> None:
 
 
 @needs_root
+def test_a_uid_whose_processes_have_exited_but_wait_to_be_reaped_is_reclaimed(tmp_path: Path) -> None:
+    """A killed run's sandbox processes end at once, but stay in the process table (zombies, still named by
+    their uid) until their new parent, the host's init, reaps them, which a busy host does late: they run
+    no more and hold nothing, so they keep no uid taken."""
+    registry = tmp_path / "uids"
+    registry.mkdir()
+    os.symlink(dead_token(), registry / "1700000021")
+    exited = subprocess.Popen(["true"], user=1700000021)  # not waited for: a zombie until `wait` below
+    try:
+        assert eventually(lambda: gone(exited.pid))
+        assert os.stat(f"/proc/{exited.pid}").st_uid == 1700000021  # still listed, as the uid
+        assert identity.reclaim_stale(registry, f"unscaffoldtest{os.getpid()}-") == [1700000021]
+    finally:
+        exited.wait()
+    assert os.listdir(registry) == []
+
+
+@needs_root
 def test_a_group_with_no_live_holder_is_ended_and_one_with_a_live_holder_is_kept(tmp_path: Path) -> None:
     registry, prefix = tmp_path / "uids", f"unscaffoldtest{os.getpid()}-"
     registry.mkdir()
@@ -155,7 +174,7 @@ def uid_processes(uid: int) -> list[int]:
 @needs_root
 def test_a_run_killed_mid_command_leaves_its_uid_and_cgroup_and_the_next_process_reclaims_them(
         tmp_path: Path) -> None:
-    from tests.helpers import ROOT, call, eventually, final
+    from tests.helpers import ROOT, call, final
     from tests.test_hostile_runs import HONEST_VERIFIER, harbor_task
 
     harbor_task(tmp_path / "tasks", "t", HONEST_VERIFIER)
