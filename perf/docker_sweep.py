@@ -1,14 +1,16 @@
 """What the docker sandbox's leftover-process sweep costs per command, as ratios against the same command
 without it, in one container in the same run.
 
-After every command `DockerSandbox.execute` lists the container's processes (`docker top`) and, when the
-command left one, pauses the container, kills the leftovers from the host, thaws it and lists again until
-they are gone. Three cases alternate `--rounds` times, each command `true`:
+After every command `DockerSandbox.execute` lists the container's processes and, when the command left
+one, freezes the container, kills the leftovers from the host, thaws it and lists again until they are
+gone: through the container's own cgroup where the engine runs here and this process is root, else
+through the engine (`docker top`, pause, unpause); the line says which. Three cases alternate `--rounds`
+times, each command `true`:
 - `exec`: the `docker exec` alone (no sweep: the baseline);
-- `exec+sweep`: what a trial runs, nothing left (one `docker top`);
-- `exec+sweep, one left`: the command leaves a `setsid sleep` daemon (pause, top, kill, unpause, top).
-Medians in ms, and each over the baseline. Skipped, saying so, where no Docker engine answers or the
-suites' image cannot be made (`scripts/with-docker.sh` starts an engine and builds it).
+- `exec+sweep`: what a trial runs, nothing left (one listing);
+- `exec+sweep, one left`: the command leaves a `setsid sleep` daemon (freeze, list, kill, thaw, list).
+Medians in ms, and each over the baseline; one `docker top` alone for scale. Skipped, saying so, where no
+Docker engine answers or the suites' image cannot be made (`scripts/with-docker.sh` starts an engine and builds it).
 
 Run: `.venv/bin/python -m perf.docker_sweep [--rounds N] [--json]`."""
 
@@ -60,13 +62,14 @@ def main() -> None:
             sandbox.execute("true")  # the first exec warms the engine's paths
             times = measure(sandbox, args.rounds)
             restarts = sandbox.restarts
+            through = "the container's cgroup" if sandbox._group is not None else "the engine (docker top, pause)"
     medians = {case: statistics.median(values) for case, values in times.items()}
     base = medians["exec"]
-    figures = {"rounds": args.rounds, "median_ms": medians, "restarts": restarts,
+    figures = {"rounds": args.rounds, "through": through, "median_ms": medians, "restarts": restarts,
                "ratio": {case: medians[case] / base for case in ("exec+sweep", "exec+sweep, one left")}}
     if printed_as_json(figures, args.json):
         return
-    print_block(f"docker sweep over {args.rounds} rounds (medians; ratio against the exec alone):", [
+    print_block(f"docker sweep through {through}, {args.rounds} rounds (medians; ratio against the exec alone):", [
         f"exec alone: {base:.1f} ms",
         f"exec+sweep, nothing left: {medians['exec+sweep']:.1f} ms ({figures['ratio']['exec+sweep']:.2f}x)",
         f"exec+sweep, one daemon left: {medians['exec+sweep, one left']:.1f} ms "

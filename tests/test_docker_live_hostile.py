@@ -132,6 +132,24 @@ def test_the_uid_is_released_only_once_the_container_and_its_processes_are_gone(
     assert not os.path.lexists(REGISTRY / str(uid))
 
 
+@pytest.mark.parametrize("through", ["cgroup", "engine"])
+def test_a_setsid_daemon_and_a_double_fork_are_ended_after_their_command(
+        docker_engine: Any, docker_suites_image: str, tmp_path: Path, through: str) -> None:
+    """Both ways of ending them: through the container's cgroup from this host (root, the engine here), and
+    through the engine (pause, `docker top`, kill from the host, unpause)."""
+    with DockerSandbox(live_config(tmp_path, docker_suites_image), client=docker_engine) as sb:
+        if through == "engine":
+            sb._group = None
+        elif os.geteuid() != 0:
+            pytest.skip("only root may freeze the container's cgroup")
+        assert sb._group is not None or through == "engine"
+        left = sb.execute("setsid sleep 1001 > /dev/null 2>&1 < /dev/null & "
+                          "(sleep 1002 > /dev/null 2>&1 < /dev/null &) ; echo left")
+        count = sb.execute("cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -c 'slee[p] 100' || true")
+        assert (left.output, count.output, sb.restarts) == ("left\n", "0\n", 0)
+        assert {int(row[1]) for row in sb.container.top()["Processes"]} == sb._keep  # PID, after UID
+
+
 OWNER = """
 import sys, time
 from pathlib import Path
