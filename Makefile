@@ -55,6 +55,7 @@ perf: $(STAMP) sysdeps
 	$(PY) -m perf.cascade_whatif
 	$(PY) -m perf.rescue_overhead
 	$(PY) -m perf.evidence_overhead
+	$(PY) -m perf.docker_sweep
 
 # docs/cli.md, the command reference, is generated from the commands themselves.
 docs: $(STAMP)

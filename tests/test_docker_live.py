@@ -165,7 +165,8 @@ def test_a_task_dockerfile_is_built_on_a_substitute_base(base_image: str, tmp_pa
     """RUN (an apt install), WORKDIR, COPY and ENV of the task's Dockerfile all reach the trial; the record
     names the substitute for the FROM that no registry serves."""
     summary = run(RunConfig(suite="harbor", data=HARBOR_DOCKER_EXAMPLES, student="oracle", out=tmp_path,
-                            sandbox={"kind": "docker", "base_images": [f"debian:bookworm-slim={base_image}"]}))
+                            sandbox={"kind": "docker", "base_images": [f"debian:bookworm-slim={base_image}"],
+                                     "keep_workspace": True}))  # read below; else dropped with the trial's disk
     assert summary.per_task == {"warehouse-value": 1.0}
     result = result_of(tmp_path, "warehouse-value")
     assert f"(substitute base {base_image} for debian:bookworm-slim)" in result["isolation"]

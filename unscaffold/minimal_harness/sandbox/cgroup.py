@@ -148,6 +148,40 @@ class SandboxCgroup:
                 box.freezer_v1 = group / "freezer.state"
         return box if box.groups else None
 
+    @classmethod
+    def of_process(cls, pid: int, name: str) -> SandboxCgroup | None:
+        """The group process `pid` is in whose path names `name` (a container's own, as its engine made it),
+        to list, freeze and kill its processes from here: None when the process is gone, this process may
+        not freeze the group, or it has groups below it."""
+        try:
+            lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+        except OSError:
+            return None
+        paths: dict[str, str] = {}
+        for line in lines:
+            _, controllers, path = line.split(":", 2)
+            for controller in controllers.split(",") if controllers else [""]:
+                paths[controller] = path
+        v2, v1 = _mounts()
+        box = cls(groups=[])
+        def usable(group: Path, freeze: str) -> bool:
+            """A group this process may freeze, without groups below it (whose processes it would not list)."""
+            try:
+                return os.access(group / freeze, os.W_OK) and not any(e.is_dir() for e in os.scandir(group))
+            except OSError:
+                return False
+
+        if v2 is not None and name in paths.get("", "") and usable(group := _below(v2, "/", paths[""]),
+                                                                     "cgroup.freeze"):
+            box.groups.append(group)
+            box.freeze_v2 = group / "cgroup.freeze"
+        elif "freezer" in v1 and name in paths.get("freezer", ""):
+            mount, root = v1["freezer"]
+            if usable(group := _below(mount, root, paths["freezer"]), "freezer.state"):
+                box.groups.append(group)
+                box.freezer_v1 = group / "freezer.state"
+        return box if box.groups else None
+
     def _limit(self, v1: dict[str, tuple[Path, str]], own: dict[str, str], make: Callable[[Path], Path | None],
                processes: int, memory_bytes: int) -> None:
         """pids and memory limits: in the v2 group where its controllers are on, else in v1 groups."""

@@ -1,9 +1,11 @@
 """`docker`: one container per trial, commands run through `docker exec`; the container is always removed.
 
 After every command (and so before scoring) every process of the container but its init and its keeper
-is ended: the container is paused (frozen, so nothing forks meanwhile), its processes are listed by the
-engine and killed from the host, then it is thawed; where the host cannot reach the container's processes
-(an engine elsewhere) or some will not end, the container is restarted instead. A daemon a command left
+is ended. Where the engine runs on this host (as root, in its pid namespace) the container's own cgroup is
+read, frozen (so nothing forks meanwhile), its processes killed and thawed from here, with no request to
+the engine; otherwise the container is paused, its processes are listed by the engine (`docker top`) and
+killed from the host, then it is thawed; where the host cannot reach the container's processes (an engine
+elsewhere) or some will not end, the container is restarted instead. A daemon a command left
 (`setsid`, a double fork) never outlives the command. Disk: the root is read-only, /tmp, /var/tmp and /run
 are sized tmpfs, and the workspace and writable mounts are on the trial's own filesystem (see
 `disk.open_trial_disk`) where the engine shares this host's mounts."""
@@ -33,6 +35,7 @@ from docker.types import Ulimit
 from unscaffold.errors import EnvironmentBroken, SandboxUnavailable
 from unscaffold.minimal_harness.sandbox import images, owner
 from unscaffold.minimal_harness.sandbox.base import SUITES_IMAGE_DIR, ExecResult, SandboxConfig
+from unscaffold.minimal_harness.sandbox.cgroup import SandboxCgroup
 from unscaffold.minimal_harness.sandbox.identity import allocate_uid, hand_back, hand_over, release_uid
 from unscaffold.minimal_harness.sandbox.local import sandbox_env
 from unscaffold.minimal_harness.sandbox.output import OutputCollector
@@ -344,6 +347,7 @@ class DockerSandbox:
         self._close_lock = threading.RLock()
         self.uid: int | None = None
         self._keep: set[int] = set()  # the container's init and keeper, as the engine lists them
+        self._group: SandboxCgroup | None = None  # the container's own cgroup, where this host can freeze it
         self.restarts = 0  # times leftover processes would not end and the container was restarted
         image, note = resolve_image(self.client, config)
         self.config = config = config.model_copy(update={"image": image})
@@ -367,6 +371,7 @@ class DockerSandbox:
             _register(self, self.container.id)
             self.container.start()
             self._keep = self._keeper_pids()
+            self._group = self._own_group()
         except BaseException as e:
             self.close()
             if isinstance(e, docker.errors.DockerException):
@@ -417,6 +422,10 @@ class DockerSandbox:
         the container is restarted (which ends them all; /tmp starts empty again)."""
         if self._closed or self.container is None:
             return
+        if self._group is not None:  # listed, frozen and killed through its cgroup, no request to the engine
+            if not self._group.kill_except(self._keep):
+                self._restart()
+            return
         if self._pids() <= self._keep:
             return
         container = self.container
@@ -462,6 +471,16 @@ class DockerSandbox:
             raise SandboxUnavailable(f"could not end the processes a command left: {_one_line(e)}") from None
         self.restarts += 1
         self._keep = self._keeper_pids()
+        self._group = self._own_group()
+
+    def _own_group(self) -> SandboxCgroup | None:
+        """The container's own cgroup where this host can read and freeze it (the engine runs here, as root,
+        in this pid namespace: the group lists exactly the pids the engine gave for the init and keeper)."""
+        for pid in sorted(self._keep):
+            group = SandboxCgroup.of_process(pid, self.container.id)
+            if group is not None and group.procs() == self._keep:
+                return group
+        return None
 
     def _execute(self, command: str, timeout_s: float | None) -> ExecResult:
         timeout = timeout_s or self.config.timeout_s

@@ -16,6 +16,7 @@ import contextlib
 import os
 import stat
 import threading
+import time
 from pathlib import Path
 
 from unscaffold.minimal_harness.sandbox import owner
@@ -29,6 +30,7 @@ UID_BLOCK = 4096
 # Older versions made an empty folder instead; such an entry has no known owner and is never reclaimed.
 REGISTRY = Path("/run/unscaffold-uids")
 CGROUP_PREFIX = "unscaffold-"  # a sandbox's cgroups are named this and its uid
+_EXIT_WAIT_S = 5.0  # how long killed processes of a stale uid may take to finish exiting
 MAX_DEPTH = 256  # folders below this depth are not handed over (the host never puts files that deep)
 _lock = threading.Lock()
 _in_use: set[int] = set()
@@ -104,6 +106,16 @@ def _held_live(registry: Path, uid: int) -> bool:
     return token is None or owner.alive(token)
 
 
+def _running_once_exited(ended: set[int]) -> set[int]:
+    """`owner.uids_running()` once the processes of the uids in `ended` (whose groups were just killed) have
+    finished exiting: a process leaves its group before it has exited, and a busy host may hold it there a
+    while. Bounded: a uid some process still runs as after that stays taken (the next process tries again)."""
+    deadline = time.monotonic() + _EXIT_WAIT_S
+    while (running := owner.uids_running()) & ended and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return running
+
+
 def reclaim_stale(registry: Path | None = None, prefix: str | None = None) -> list[int]:
     """Give back what killed processes left (the uids reclaimed, sorted): the cgroups of sandboxes whose
     uid no live process holds (their processes ended, the groups removed), then each registry entry whose
@@ -111,6 +123,7 @@ def reclaim_stale(registry: Path | None = None, prefix: str | None = None) -> li
     entry is looked at again just before it is removed: a live claim is never taken."""
     registry = REGISTRY if registry is None else registry
     prefix = CGROUP_PREFIX if prefix is None else prefix
+    ended: set[int] = set()  # the uids whose groups were killed here
     for name in SandboxCgroup.leftovers(prefix):
         suffix = name[len(prefix):]
         if suffix.isdigit() and not _held_live(registry, int(suffix)):
@@ -118,6 +131,7 @@ def reclaim_stale(registry: Path | None = None, prefix: str | None = None) -> li
             if group is not None:
                 group.kill_all()
                 group.remove()
+                ended.add(int(suffix))
     try:
         names = [n for n in os.listdir(registry) if n.isdigit()]
     except OSError:
@@ -125,7 +139,7 @@ def reclaim_stale(registry: Path | None = None, prefix: str | None = None) -> li
     stale = sorted(int(n) for n in names if not _held_live(registry, int(n)))
     if not stale:
         return []
-    running = owner.uids_running()
+    running = _running_once_exited(ended & set(stale))
     reclaimed = []
     for uid in stale:
         entry = registry / str(uid)

@@ -51,13 +51,17 @@ def alive(owner: str) -> bool:
 
 
 def uids_running() -> set[int]:
-    """Every user id (real, effective, saved or filesystem) some process of the host runs as."""
+    """Every user id (real, effective, saved or filesystem) some process of the host runs as. A process that
+    has exited and waits to be reaped (a zombie) is not counted: it runs no more and holds nothing, and its
+    reaping is up to its parent (for a killed run's sandbox, the host's init, late on a busy host)."""
     found: set[int] = set()
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         with contextlib.suppress(OSError):
             for line in Path(entry.path, "status").read_text().splitlines():
+                if line.startswith("State:") and line.split()[1:2] in (["Z"], ["X"]):
+                    break  # State comes before Uid
                 if line.startswith("Uid:"):
                     found.update(int(u) for u in line.split()[1:])
                     break
