@@ -17,6 +17,7 @@ from pydantic import (
 )
 
 from unscaffold.flags import Concurrency, DataFolder, SplitFile, TaskIds, Trials, flag
+from unscaffold.llm.sampling import Sampling
 from unscaffold.llm.types import Usage
 from unscaffold.minimal_harness.agent import AgentConfig
 from unscaffold.minimal_harness.sandbox.base import SandboxSettings
@@ -74,6 +75,7 @@ class RunConfig(BaseModel):
                           json_schema_extra=flag("--executor"))
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     agent: AgentConfig = Field(default_factory=AgentConfig)
+    sampling: Sampling = Field(default_factory=Sampling)
 
     @model_validator(mode="before")
     @classmethod
@@ -93,7 +95,8 @@ class RunConfig(BaseModel):
         return data
 
     IDENTITY: ClassVar[tuple[str, ...]] = ("suite", "student", "data", "split", "split_file", "task_ids", "trials",
-                                           "harness", "opening", "finish_checks", "reviewer", "knowledge", "budget")
+                                           "harness", "opening", "finish_checks", "reviewer", "knowledge", "budget",
+                                           "sampling")
 
     def identity(self) -> dict[str, Any]:
         """The fields that make two invocations the same run (resume only continues the same run); flat, as

@@ -1,5 +1,5 @@
-"""Model specs: `openai:MODEL[@BASE_URL]`, `anthropic:MODEL`, `hf:PATH[+ADAPTER][?max_new_tokens=N]`,
-`replay:FILE[?latency=S]`."""
+"""Model specs: `openai:MODEL[@BASE_URL]`, `anthropic:MODEL`, `hf:PATH[+ADAPTER]`, each with an optional
+`?temperature=T&top_p=P&max_tokens=N&seed=S` (see sampling.py), and `replay:FILE[?latency=S]`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from unscaffold.errors import InputError
 from unscaffold.llm.base import Model, ModelProvider
+from unscaffold.llm.sampling import Sampling, parse_sampling
 
 SCHEMES = ("openai", "anthropic", "hf", "replay")
 
@@ -19,8 +20,13 @@ class ModelSpec(BaseModel):
     base_url: str | None = None
     adapter: str | None = None
     latency_s: float = 0.0
-    max_new_tokens: int | None = None
+    sampling: Sampling = Sampling()
     raw: str
+
+    @property
+    def max_new_tokens(self) -> int | None:
+        """`hf:`'s name for the tokens a turn."""
+        return self.sampling.max_tokens
 
 
 def parse_spec(spec: str, *, flag: str = "--student") -> ModelSpec:
@@ -28,37 +34,33 @@ def parse_spec(spec: str, *, flag: str = "--student") -> ModelSpec:
     if not sep or scheme not in SCHEMES or not rest:
         raise InputError(flag, None, f"unknown model spec {spec!r}; expected one of "
                          "openai:MODEL[@BASE_URL], anthropic:MODEL, hf:PATH[+ADAPTER], replay:FILE")
+    if scheme != "replay":
+        rest, _, query = rest.partition("?")
+        sampling = parse_sampling(query, flag=flag, scheme=scheme)
+        if not rest:
+            raise InputError(flag, None, f"model spec {spec!r} names no model")
     if scheme == "openai":
         model, _, url = rest.partition("@")
-        return ModelSpec(scheme=scheme, target=model, base_url=url or None, raw=spec)
+        return ModelSpec(scheme=scheme, target=model, base_url=url or None, sampling=sampling, raw=spec)
     if scheme == "hf":
-        rest, _, query = rest.partition("?")
         path, _, adapter = rest.partition("+")
-        return ModelSpec(scheme=scheme, target=path, adapter=adapter or None, raw=spec,
-                         max_new_tokens=_max_new_tokens(query, flag) if query else None)
-    if scheme == "replay":
-        path, _, query = rest.partition("?")
-        latency = 0.0
-        if query:
-            key, _, value = query.partition("=")
-            if key != "latency":
-                raise InputError(flag, None, f"unknown replay option {key!r}; only latency=SECONDS")
-            try:
-                latency = float(value)
-            except ValueError:
-                raise InputError(flag, None, f"replay latency {value!r} is not a number") from None
-        return ModelSpec(scheme=scheme, target=path, latency_s=latency, raw=spec)
-    return ModelSpec(scheme=scheme, target=rest, raw=spec)
-
-
-def _max_new_tokens(query: str, flag: str) -> int:
-    """A small model that never learnt to stop would otherwise generate the default 2,048 tokens a turn."""
-    key, _, value = query.partition("=")
-    if key != "max_new_tokens":
-        raise InputError(flag, None, f"unknown hf option {key!r}; only max_new_tokens=N")
-    if not value.isdigit() or int(value) < 1:
-        raise InputError(flag, None, f"hf max_new_tokens {value!r} is not a positive integer")
-    return int(value)
+        return ModelSpec(scheme=scheme, target=path, adapter=adapter or None, sampling=sampling, raw=spec)
+    if scheme == "anthropic":
+        if sampling.seed is not None:
+            raise InputError(flag, None, f"{spec}: the Anthropic API takes no seed; leave seed= out")
+        return ModelSpec(scheme=scheme, target=rest, sampling=sampling, raw=spec)
+    # replay:FILE[?latency=S]
+    path, _, query = rest.partition("?")
+    latency = 0.0
+    if query:
+        key, _, value = query.partition("=")
+        if key != "latency":
+            raise InputError(flag, None, f"unknown replay option {key!r}; only latency=SECONDS")
+        try:
+            latency = float(value)
+        except ValueError:
+            raise InputError(flag, None, f"replay latency {value!r} is not a number") from None
+    return ModelSpec(scheme=scheme, target=path, latency_s=latency, raw=spec)
 
 
 class _Shared:
@@ -71,21 +73,27 @@ class _Shared:
         return self.model
 
 
-def load_provider(spec: str, *, flag: str = "--student") -> ModelProvider:
+def load_provider(spec: str, *, flag: str = "--student", sampling: Sampling | None = None) -> ModelProvider:
+    """The backend of a spec; `sampling` (a command's options) adds to the spec's own query settings."""
     s = parse_spec(spec, flag=flag)
+    settings = s.sampling.merged(sampling, flag=flag) if sampling is not None else s.sampling
     if s.scheme == "replay":
+        if settings.given():
+            raise InputError(flag, None, f"{spec}: a replay plays recorded responses; sampling settings "
+                             f"({', '.join(settings.given())}) do not apply")
         from unscaffold.llm.replay import ReplayProvider
 
         return ReplayProvider(spec, Path(s.target), s.latency_s)
     if s.scheme == "openai":
         from unscaffold.llm.openai_backend import OpenAIModel
 
-        return _Shared(OpenAIModel(spec, s.target, base_url=s.base_url))
+        return _Shared(OpenAIModel(spec, s.target, base_url=s.base_url, sampling=settings))
     if s.scheme == "anthropic":
+        if settings.seed is not None:
+            raise InputError(flag, None, f"{spec}: the Anthropic API takes no seed; leave --sampling-seed out")
         from unscaffold.llm.anthropic_backend import AnthropicModel
 
-        return _Shared(AnthropicModel(spec, s.target))
+        return _Shared(AnthropicModel(spec, s.target, sampling=settings))
     from unscaffold.llm.hf_backend import HFModel
 
-    limit = {"max_new_tokens": s.max_new_tokens} if s.max_new_tokens else {}
-    return _Shared(HFModel(spec, s.target, adapter=s.adapter, **limit))
+    return _Shared(HFModel(spec, s.target, adapter=s.adapter, sampling=settings))

@@ -28,7 +28,7 @@ from unscaffold.benchmarks.splits import refuse_test_tasks
 from unscaffold.errors import InputError
 from unscaffold.flags import DataFolder, SplitFile, TaskIds, comma_list_kept_empty, flag
 from unscaffold.iojson import append_jsonl, write_json_atomic
-from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, SandboxChoice
+from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, CommandTimeout, SandboxChoice
 from unscaffold.rescue.groups import SUCCESS, GroupOutcome, effective, step_stats
 from unscaffold.rescue.objective import CORRECTION_CAP, EPS_HIGH, EPS_LOW, ObjectiveConfig, grpo_objective_args
 from unscaffold.rescue.pool import BASE
@@ -84,20 +84,28 @@ class RescueTrainConfig(BaseModel):
                                  json_schema_extra=flag("--learning-rate"))
     max_completion_length: int = Field(256, ge=8, description="Tokens per rollout, tool observations included.",
                                        json_schema_extra=flag("--max-completion-length"))
-    max_tool_calls: int = Field(8, ge=1, description="tool-calling iterations per rollout")
-    temperature: float = Field(1.0, gt=0)
-    lora_r: int = LORA_RANK
-    lora_alpha: int = LORA_ALPHA
-    eps_low: float = EPS_LOW
-    eps_high: float = EPS_HIGH
-    correction_cap: float = CORRECTION_CAP
-    success: float = SUCCESS
+    max_tool_calls: int = Field(8, ge=1, description="Tool calls per rollout (TRL's tool loop ends there).",
+                                json_schema_extra=flag("--max-tool-calls"))
+    temperature: float = Field(1.0, gt=0, description="Sampling temperature of the rollouts.",
+                               json_schema_extra=flag("--temperature"))
+    lora_r: int = Field(LORA_RANK, ge=1, description="LoRA rank (all linear layers).",
+                        json_schema_extra=flag("--lora-r"))
+    lora_alpha: int = Field(LORA_ALPHA, ge=1, description="LoRA alpha.", json_schema_extra=flag("--lora-alpha"))
+    eps_low: float = Field(EPS_LOW, gt=0, description="Lower clip of the ratio (1 - eps_low).",
+                           json_schema_extra=flag("--eps-low"))
+    eps_high: float = Field(EPS_HIGH, gt=0, description="Upper clip of the ratio (1 + eps_high).",
+                            json_schema_extra=flag("--eps-high"))
+    correction_cap: float = Field(CORRECTION_CAP, gt=0, description="Cap of the detached rollout-engine "
+                                  "correction w = clip(pi_old / q, 0, cap).",
+                                  json_schema_extra=flag("--correction-cap"))
+    success: float = Field(SUCCESS, gt=0, le=1, description="Reward at which a rollout counts as a success (a "
+                           "group with none is rescued).", json_schema_extra=flag("--success"))
     use_vllm: bool = Field(False, description="Generate with vLLM (GPU; then q is vLLM's and the correction "
                            "applies).", json_schema_extra=flag("--use-vllm"))
     vllm_mode: Literal["colocate", "server"] = Field("colocate", description="colocate (server mode is refused).",
                                                      json_schema_extra=flag("--vllm-mode"))
     sandbox: SandboxChoice = "local"
-    command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S
+    command_timeout_s: CommandTimeout = DEFAULT_COMMAND_TIMEOUT_S
     seed: int = Field(RECIPE_SEED, description="Seed.", json_schema_extra=flag("--seed"))
     reanchor_every: int | None = Field(None, ge=1, description="Steps between re-anchorings of the router on the "
                                        "current policy's validation runs.", json_schema_extra=flag("--reanchor-every"))
