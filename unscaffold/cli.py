@@ -67,7 +67,8 @@ def run_command(config: RunConfig, values: dict[str, Any]) -> None:
         try:
             summary = run_suite(config, progress=lambda r: bar.advance(job), on_start=started)
         finally:
-            bar.stop()
+            if bar.live.is_started:  # stopping a bar never shown prints a blank line before the error
+                bar.stop()
     except UnscaffoldError as e:
         fail(e)
     results = summary.model_dump(mode="json")
@@ -96,10 +97,12 @@ def print_summary(results: dict, out: Path) -> None:
     for name, justify in (("trial", "left"), ("reward", "right"), ("turns", "right"), ("replaced", "right"),
                           ("outcome", "left"), ("note", "left")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    not_student = []
+    not_student, approximate = [], []
     for path in sorted((out / "trials").glob("*/result.json")):
         r = load_model(path, TrialResult)
         note = r.reason or r.exception or ""
+        if r.environment_notes and r.outcome not in ERROR_OUTCOMES:
+            approximate.append(r)
         table.add_row(inert(r.trial_id), f"{r.reward:.2f}", str(r.turns), str(r.replacements), inert(r.outcome),
                       inert(note[:40]))
         if r.outcome in ERROR_OUTCOMES:
@@ -112,6 +115,10 @@ def print_summary(results: dict, out: Path) -> None:
         for r in not_student:
             failed.add_row(inert(r.trial_id), inert(r.outcome), inert(r.reason))
         Console().print(failed)
+    for r in approximate:
+        Console().print(inert(f"{r.trial_id} {r.outcome} on an environment the sandbox did not fully build: not "
+                              f"applied {'; '.join(r.environment_notes)} (--sandbox docker builds it)"),
+                        highlight=False)
     for task_id, why in sorted((results.get("skipped_tasks") or {}).items()):
         Console().print(inert(f"skipped task {task_id}: {why}"), highlight=False)
     extra = "".join(f"  {k}={results[k]:.2f}" for k in ("tgc", "sgc") if k in results)

@@ -124,6 +124,9 @@ class TrialResult(BaseModel):
     reward: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
     outcome: Outcome = Outcome.FAILED
     reason: str = Field("", description="why it scored what it did; empty only when passed")
+    environment_notes: list[str] = Field(default_factory=list, description="what the sandbox did not apply of "
+                                         "the task's environment (e.g. Dockerfile lines under `local`), also when "
+                                         "the trial passed")
     details: dict[str, Any] = Field(default_factory=dict)
     exit_status: str
     exception: str | None = None

@@ -24,6 +24,11 @@ from unscaffold.reviewer.throttle import ThrottledReviewers
 
 
 def select_tasks(suite: Suite, config: RunConfig) -> list[Task]:
+    if config.split and config.split not in suite.named_splits():
+        named = ", ".join(sorted(suite.named_splits()))
+        raise InputError("--split", None, f"suite {suite.name!r} has no split {config.split!r} "
+                         + (f"(its splits: {named})" if named else "(its tasks name none)")
+                         + "; give --split-file FILE (splits/README.md) or leave --split out")
     if config.task_ids:
         tasks = suite.named_tasks(config.task_ids, config.split)
         known = {t.id for t in tasks}
