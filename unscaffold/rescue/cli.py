@@ -98,15 +98,17 @@ rescue_app.command("pool")(command_from_model(PoolSettings, "rescue pool", [
 
 def train_command(config: RescueTrainConfig, values: dict[str, Any]) -> None:
     """Rescue GRPO: all-fail groups are re-sampled under router-picked siblings (TRL GRPOTrainer)."""
-    from unscaffold.rescue.train import train
+    from unscaffold.rescue.train import check_options, train
 
     out = config.out
     try:
+        check_options(config)  # before the bar: a refused option is one line
         if not values["no_preflight"]:
-            from unscaffold.collect.preflight import check_models  # the model path: train's own check
+            from unscaffold.collect.preflight import check_models, model_path_problem, vllm_problem
 
             check_models([*(("--profiler", p) for p in config.profilers), *(("--voter", v) for v in config.voters)],
-                         config.sandbox)
+                         config.sandbox, extra=[lambda: vllm_problem(config.use_vllm),
+                                                lambda: model_path_problem(config.model, f"--model {config.model}")])
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         from unscaffold.rescue.train import world_rank
