@@ -55,3 +55,24 @@ def test_behaviors_at_narrow_widths_has_no_line_a_lone_word(tmp_path: Path, colu
     assert "66.7%" in result.output
     if columns == "40":
         assert "- behaviour: " in result.output  # folded
+
+
+def test_version() -> None:
+    from unscaffold import __version__
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert (result.exit_code, result.output) == (0, f"unscaffold {__version__}\n")
+
+
+def test_progress_lines_for_a_log() -> None:
+    import io
+
+    from unscaffold.progress_lines import ProgressLines
+
+    stream = io.StringIO()
+    lines = ProgressLines("train-sft step", every_s=3600, stream=stream)
+    for step in range(1, 6):
+        lines.update(step, f"loss {1 / step:.2f}", total=5)
+    assert [line.split(" (")[0] for line in stream.getvalue().splitlines()] == ["train-sft step 1/5",
+                                                                                "train-sft step 5/5"]
+    assert stream.getvalue().splitlines()[-1].endswith(") loss 0.20")

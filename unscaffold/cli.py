@@ -41,6 +41,21 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console(stderr=True)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from unscaffold import __version__
+
+        typer.echo(f"unscaffold {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """unscaffold: distil an optimized agent harness into model weights and compare it with sibling-harness
+    rescue RL, from the first trial to the comparison of runs."""
+
+
 def run_command(config: RunConfig, values: dict[str, Any]) -> None:
     """Run trials of a suite; without a reviewer this is an evaluation."""
     from unscaffold.collect.runner import run as run_suite
@@ -59,13 +74,27 @@ def run_command(config: RunConfig, values: dict[str, Any]) -> None:
         bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                        console=console, transient=False)
         job = bar.add_task(f"{config.suite} trials", total=None)
+        from unscaffold.progress_lines import ProgressLines
+
+        lines = None if console.is_terminal else ProgressLines(f"{config.suite} trials")  # a log sees no bar
+        finished = [0]
 
         def started(total: int, done: int) -> None:  # once set-up has passed: no bar before an input error
             bar.update(job, total=total, completed=done)
-            bar.start()
+            finished[0] = done
+            if lines is None:
+                bar.start()
+            else:
+                lines.update(done, total=total)
+
+        def advance(_: Any) -> None:
+            bar.advance(job)
+            finished[0] += 1
+            if lines is not None:
+                lines.update(finished[0])
 
         try:
-            summary = run_suite(config, progress=lambda r: bar.advance(job), on_start=started)
+            summary = run_suite(config, progress=advance, on_start=started)
         finally:
             if bar.live.is_started:  # stopping a bar never shown prints a blank line before the error
                 bar.stop()

@@ -150,6 +150,16 @@ class HFModel:
         self._eos_ids = _eos_ids(model, tokenizer)
         self._tokenizer = tokenizer
         self._model = model  # set last: it is the "loaded" flag read without the lock
+        quiet_after_first_load()
+
+
+def quiet_after_first_load() -> None:
+    """transformers' warnings and weight-loading bars once per process: the first load shows them, later
+    loads (a checkpoint per re-anchoring step, a model per trial worker) do not repeat them."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
 
 
 def _context_length(config: Any) -> int | None:

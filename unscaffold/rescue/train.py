@@ -438,6 +438,9 @@ def make_trainer(config: RescueTrainConfig, model_path: Path, factories: dict[st
     )
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path)
+    from unscaffold.llm.hf_backend import quiet_after_first_load
+
+    quiet_after_first_load()  # the re-anchoring runs load the checkpoint again: no second round of bars
     lora = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, target_modules="all-linear",
                       task_type="CAUSAL_LM")
     return RescueGRPOTrainer(
