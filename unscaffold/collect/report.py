@@ -7,6 +7,7 @@ the components used. Filters by task, decision and outcome run in the page itsel
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from html import escape
 from pathlib import Path
@@ -35,6 +36,7 @@ h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px} .muted{co
 pre{white-space:pre-wrap;word-break:break-word;background:#f4f6f9;border-radius:6px;padding:6px 8px;margin:4px 0}
 .pair{display:grid;grid-template-columns:1fr 1fr;gap:10px} .pair h4{margin:2px 0;font-size:12px}
 .reason{font-style:italic} .hidden{display:none}
+.hint{color:#445;margin:4px 0} .hint ul{margin:2px 0 2px 18px;padding:0} .re{font-family:monospace;background:#eef}
 """
 
 SCRIPT = """
@@ -103,6 +105,30 @@ def _message_html(message: dict[str, Any]) -> str:
                            "tool_calls": calls})
 
 
+# A middleware hint's evidence quotes the rule's patterns as `/PATTERN/`, closed by `: `, `; ` or the end.
+_PATTERN = re.compile(r" /(.+?)/(?=: |; |$)")
+
+
+def hint_html(hint: dict[str, Any]) -> str:
+    """A middleware hint as a reader wants it: the component, its instruction, each piece of evidence on its
+    own line with the rule's patterns named (`pattern 1`) and listed, escaped, in a fold below."""
+    patterns: list[str] = []
+
+    def name(m: re.Match[str]) -> str:
+        patterns.append(m.group(1))
+        return f" \x00{len(patterns)}\x00"
+
+    marked = _PATTERN.sub(name, str(hint.get("evidence", "")))
+    clauses = "".join(
+        "<li>" + re.sub(r"\x00(\d+)\x00", r'<span class="re">pattern \1</span>', escape(clause)) + "</li>"
+        for clause in marked.split("; ") if clause)
+    listed = "".join(f"<li><code>{escape(p)}</code></li>" for p in patterns)
+    fold = f"<details><summary>patterns</summary><ol>{listed}</ol></details>" if patterns else ""
+    instruction = escape(str(hint.get("instruction") or ""))
+    return (f'<div class="hint"><b>hint {escape(str(hint.get("component_id", "")))}</b>'
+            f'{f": {instruction}" if instruction else ""}<ul>{clauses}</ul>{fold}</div>')
+
+
 def _step_html(turn: int, message: dict[str, Any], observation: str | None, review: dict[str, Any] | None) -> str:
     decision = "NONE"
     if review:
@@ -120,8 +146,7 @@ def _step_html(turn: int, message: dict[str, Any], observation: str | None, revi
     if review and review.get("components_used"):
         body.append(f'<div class="muted">components: {escape(", ".join(review["components_used"]))}</div>')
     for hint in (review or {}).get("hints") or []:
-        body.append(f'<div class="muted">hint {escape(hint.get("component_id", ""))}: '
-                    f'{escape(hint.get("evidence", ""))}</div>')
+        body.append(hint_html(hint))
     if review and review.get("errors"):
         body.append(f'<div class="bad">invalid submissions: {escape("; ".join(review["errors"]))}</div>')
     if observation is not None:
