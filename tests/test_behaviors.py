@@ -408,7 +408,7 @@ def test_compare_labels_rescue_train_outputs_from_their_records(tmp_path: Path) 
     assert [(m["method"], m["effective_group_rate"], m["extra_rollout_pct"], m["published"]["effective_group_rate"],
              m["published"]["extra_rollout_pct"]) for m in cmp["rescue_methods"]] == [
         ("none", 75.0, 0.0, 64.69, 0.0), ("adaptive", 75.0, 50.0, 79.38, 18.44)]
-    assert cmp["published_source"].startswith("published (Harness-S, AppWorld")
+    assert cmp["published_source"].startswith("published figures: Harness-S, AppWorld, 4B; effective group rate: ")
     one = json.loads(invoke("compare", base, runs[1], "--json").stdout)
     assert [r["label"] for r in one["runs"]] == ["base + h", "rescue-trained + h"]
     page = tmp_path / "compare.html"

@@ -26,3 +26,17 @@ def test_a_hint_without_patterns_has_no_fold() -> None:
                       "instruction": ""}) == (
         '<div class="hint"><b>hint check:turn_budget</b><ul><li>this is turn 25 (budget note from turn 25)</li>'
         '</ul></div>')
+
+
+def test_chart_labels_are_whole_and_the_label_column_fits_them() -> None:
+    from unscaffold.behaviors.html import forest_chart
+    from unscaffold.behaviors.stats import Interval
+    from unscaffold.collect.report import bar_chart
+
+    label = "rescue-trained + h (adaptive) · runs/hs/rescue_h"
+    svg = bar_chart("pass@1 per run (%)", [(label, 50.0), ("base + h", 25.0)], maximum=100.0)
+    assert f">{label}</text>" in svg
+    assert '<rect x="348"' in svg  # 7 px x 48 characters + 12: the bars start after the longest label
+    long = "x" * 80
+    svg = forest_chart("Δ pass@1", [(long, Interval(value=1.0, low=0.0, high=2.0))], -100.0, 100.0)
+    assert f"<title>{long}</title>{'x' * 63}…</text>" in svg

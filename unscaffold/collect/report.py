@@ -61,19 +61,35 @@ applyFilters();
 """
 
 
+LABEL_CHARS = 64  # a chart label longer than this is cut, with the whole of it as the hover text
+CHAR_PX = 7  # width of a character of a 12 px sans-serif label, about
+
+
+def label_width(labels: list[str]) -> int:
+    """Room for the longest label (up to LABEL_CHARS characters), at least 170 px."""
+    return max(170, CHAR_PX * min(LABEL_CHARS, max((len(label) for label in labels), default=0)) + 12)
+
+
+def chart_label(label: str) -> str:
+    """A chart's row label, whole where it fits, else cut with `…` and whole in its hover title."""
+    shown = label if len(label) <= LABEL_CHARS else label[:LABEL_CHARS - 1] + "…"
+    return f"<title>{escape(label)}</title>{escape(shown)}" if shown != label else escape(shown)
+
+
 def bar_chart(title: str, items: list[tuple[str, float]], maximum: float | None = None, fmt: str = "{:.2f}") -> str:
     """A horizontal bar chart as inline SVG."""
     if not items:
         return ""
     top = maximum or max(v for _, v in items) or 1.0
-    row, label_w, bar_w = 20, 170, 260
+    row, bar_w = 20, 260
+    label_w = label_width([label for label, _ in items])
     height = row * len(items) + 30
     bars = []
     for i, (label, value) in enumerate(items):
         y = 24 + i * row
         w = 0 if top == 0 else bar_w * value / top
         bars.append(
-            f'<text x="0" y="{y + 13}" font-size="12">{escape(label[:26])}</text>'
+            f'<text x="0" y="{y + 13}" font-size="12">{chart_label(label)}</text>'
             f'<rect x="{label_w}" y="{y + 2}" width="{w:.1f}" height="{row - 6}" fill="#4c7bd9"></rect>'
             f'<text x="{label_w + w + 4:.1f}" y="{y + 13}" font-size="12">{escape(fmt.format(value))}</text>'
         )
