@@ -79,6 +79,8 @@ def test_local_plan_applies_what_it_can_and_lists_the_rest(tmp_path: Path) -> No
         "line 9: COPY config.yaml /etc/service/config.yaml (its target is outside the workspace /app)",
         "line 10: ADD https://example.com/runner.tar.gz /opt/ (its target is outside the workspace /app)",
     ]
+    assert plan.not_applied == [*plan.skipped, "line 11: USER nobody (commands run as the sandbox's own user)",
+                                "line 12: CMD [\"bash\"] (no effect on the commands the sandbox runs)"]
 
 
 def test_local_plan_missing_source_and_plain_base_image(tmp_path: Path) -> None:
@@ -139,8 +141,8 @@ def test_a_task_that_passes_on_the_hosts_programs_names_every_line_not_applied(t
     notes = ["line 1: FROM ubuntu:24.04 (not pulled: commands see this machine's own system and programs)",
              "line 2: RUN apt-get update && apt-get install -y jq (the local sandbox cannot run build steps)"]
     assert r["environment_notes"] == notes
-    assert ("jq-sum passed on an environment the sandbox did not fully build: not applied " + "; ".join(notes)
-            + " (--sandbox docker builds it)") in " ".join(result.output.split())
+    assert ("jq-sum passed, with lines of its environment not applied: " + "; ".join(notes)
+            + " (--sandbox docker builds the task's image)") in " ".join(result.output.split())
 
 
 def test_split_without_a_split_file_is_refused_for_a_suite_whose_tasks_name_none(tmp_path: Path) -> None:

@@ -145,8 +145,8 @@ def print_summary(results: dict, out: Path) -> None:
             failed.add_row(inert(r.trial_id), inert(r.outcome), inert(r.reason))
         Console().print(failed)
     for r in approximate:
-        Console().print(inert(f"{r.trial_id} {r.outcome} on an environment the sandbox did not fully build: not "
-                              f"applied {'; '.join(r.environment_notes)} (--sandbox docker builds it)"),
+        Console().print(inert(f"{r.trial_id} {r.outcome}, with lines of its environment not applied: "
+                              f"{'; '.join(r.environment_notes)} (--sandbox docker builds the task's image)"),
                         highlight=False)
     for task_id, why in sorted((results.get("skipped_tasks") or {}).items()):
         Console().print(inert(f"skipped task {task_id}: {why}"), highlight=False)

@@ -38,8 +38,9 @@ class LocalPlan(BaseModel):
     copies: list[Copy] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list, description="`line N: TEXT (why)` for each line not applied")
     not_applied: list[str] = Field(default_factory=list, description="every line not applied, in order: the "
-                                   "skipped ones and a `FROM` of an image like the host's, which the local sandbox "
-                                   "does not pull either (it runs this machine's own system)")
+                                   "skipped ones, a `FROM` of an image like the host's, which the local sandbox "
+                                   "does not pull either (it runs this machine's own system), `USER`, and lines "
+                                   "with no effect on commands (`CMD`, `EXPOSE`, ...)")
 
 
 HEREDOC = re.compile(r"<<-?\s*[\"']?(\w+)[\"']?")
@@ -166,7 +167,11 @@ def local_plan(dockerfile: Path, workdir: str) -> LocalPlan:
             for source in found:
                 name = source.name if into_folder and not source.is_dir() else ""
                 plan.copies.append(Copy(source=source, target=posixpath.normpath(posixpath.join(rel, name))))
-        elif keyword not in NO_EFFECT:
+        elif keyword == "USER":
+            plan.not_applied.append(f"line {number}: {text} (commands run as the sandbox's own user)")
+        elif keyword in NO_EFFECT:
+            plan.not_applied.append(f"line {number}: {text} (no effect on the commands the sandbox runs)")
+        else:
             skip("the local sandbox cannot run build steps")
     return plan
 
