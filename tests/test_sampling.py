@@ -11,7 +11,7 @@ import pytest
 from fixtures_tiny import tiny_model_dir  # noqa: F401 (pytest fixture)
 from typer.testing import CliRunner
 
-from tests.test_llm_http_backends import FakeServer, clean_env, server  # noqa: F401 (pytest fixtures)
+from tests.test_llm_http_backends import FakeServer, anthropic_ok, clean_env, server  # noqa: F401 (pytest fixtures)
 from unscaffold.cli import app
 from unscaffold.errors import InputError
 from unscaffold.llm.registry import load_provider, parse_spec
@@ -44,7 +44,6 @@ def test_every_model_spec_takes_the_sampling_query() -> None:
     ("hf:tiny?max_new_tokens=0", "--student: hf max_tokens '0': Input should be greater than or equal to 1"),
     ("openai:m?temperature=hot", "--student: openai temperature 'hot': Input should be a valid number, unable to "
                                  "parse string as a number"),
-    ("anthropic:c?seed=3", "--student: anthropic:c?seed=3: the Anthropic API takes no seed; leave seed= out"),
 ])
 def test_a_bad_sampling_query_is_one_line(spec: str, message: str) -> None:
     with pytest.raises(InputError) as e:
@@ -86,6 +85,31 @@ def test_run_sends_the_sampling_settings_to_an_openai_compatible_server(server: 
     assert again.output.endswith(f"error: {out / 'config.json'}: sampling: the run in {out} was started with other "
                             "settings (sampling); use another --out\n")
     assert len(server.requests) == 1
+
+
+def test_an_anthropic_spec_sends_what_the_installed_sdk_takes(server: FakeServer,  # noqa: F811
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recent anthropic SDKs take no temperature, top_p or seed: a spec asking for one is refused in one line
+    (never a TypeError mid-run); max_tokens always reaches the request."""
+    from importlib.metadata import version
+
+    from unscaffold.llm.anthropic_backend import sdk_sampling
+    from unscaffold.llm.types import Message
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+    server.push(200, anthropic_ok())
+    load_provider("anthropic:claude-test?max_tokens=700", flag="--reviewer").for_trial("t").complete(
+        [Message(role="user", content="hi")], [])
+    assert server.requests[0]["body"]["max_tokens"] == 700
+    refused = sorted({"temperature", "top_p", "seed"} - sdk_sampling())
+    if not refused:
+        pytest.skip("this anthropic SDK takes every sampling setting")
+    with pytest.raises(InputError) as e:
+        load_provider("anthropic:claude-test?temperature=0.3&top_p=0.9&seed=1", flag="--reviewer")
+    assert str(e.value) == (f"--reviewer: anthropic:claude-test?temperature=0.3&top_p=0.9&seed=1: the installed "
+                            f"anthropic SDK ({version('anthropic')}) sends no {', '.join(refused)}; leave "
+                            f"{'them' if len(refused) > 1 else 'it'} out")
 
 
 def test_oracle_takes_no_sampling_settings(tmp_path: Path) -> None:

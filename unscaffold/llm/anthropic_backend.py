@@ -17,6 +17,15 @@ THINKING_ENV = "UNSCAFFOLD_ANTHROPIC_THINKING"
 ANSWER_HEADROOM_TOKENS = 4096
 
 
+def sdk_sampling() -> set[str]:
+    """The sampling settings the installed SDK's `messages.create` takes (recent SDKs take none of
+    temperature, top_p or seed; max_tokens is always required)."""
+    import inspect
+
+    taken = set(inspect.signature(anthropic.resources.messages.Messages.create).parameters)
+    return {name for name in ("temperature", "top_p", "seed") if name in taken} | {"max_tokens"}
+
+
 def thinking_budget_from_env() -> int | None:
     """Extended thinking is opt-in; the variable holds a token budget, and 0 or unset means off."""
     raw = os.environ.get(THINKING_ENV, "").strip()
@@ -162,7 +171,8 @@ class AnthropicModel(HostedModel):
             request["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
             request["max_tokens"] = max(self.max_tokens, self.thinking_budget + ANSWER_HEADROOM_TOKENS)
         elif not self.thinking_budget:  # temperature and top_p are refused together with thinking
-            request.update(self.sampling.model_dump(include={"temperature", "top_p"}, exclude_none=True))
+            request.update(self.sampling.model_dump(include={"temperature", "top_p"} & sdk_sampling(),
+                                                    exclude_none=True))
         return self.backoff.call(lambda: self._call(request))
 
     def _call(self, request: dict[str, Any]) -> AssistantResponse:

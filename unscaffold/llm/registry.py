@@ -46,8 +46,6 @@ def parse_spec(spec: str, *, flag: str = "--student") -> ModelSpec:
         path, _, adapter = rest.partition("+")
         return ModelSpec(scheme=scheme, target=path, adapter=adapter or None, sampling=sampling, raw=spec)
     if scheme == "anthropic":
-        if sampling.seed is not None:
-            raise InputError(flag, None, f"{spec}: the Anthropic API takes no seed; leave seed= out")
         return ModelSpec(scheme=scheme, target=rest, sampling=sampling, raw=spec)
     # replay:FILE[?latency=S]
     path, _, query = rest.partition("?")
@@ -61,6 +59,12 @@ def parse_spec(spec: str, *, flag: str = "--student") -> ModelSpec:
         except ValueError:
             raise InputError(flag, None, f"replay latency {value!r} is not a number") from None
     return ModelSpec(scheme=scheme, target=path, latency_s=latency, raw=spec)
+
+
+def anthropic_version() -> str:
+    from importlib.metadata import version
+
+    return version("anthropic")
 
 
 class _Shared:
@@ -89,9 +93,12 @@ def load_provider(spec: str, *, flag: str = "--student", sampling: Sampling | No
 
         return _Shared(OpenAIModel(spec, s.target, base_url=s.base_url, sampling=settings))
     if s.scheme == "anthropic":
-        if settings.seed is not None:
-            raise InputError(flag, None, f"{spec}: the Anthropic API takes no seed; leave --sampling-seed out")
-        from unscaffold.llm.anthropic_backend import AnthropicModel
+        from unscaffold.llm.anthropic_backend import AnthropicModel, sdk_sampling
+
+        refused = sorted(set(settings.given()) - sdk_sampling())
+        if refused:
+            raise InputError(flag, None, f"{spec}: the installed anthropic SDK ({anthropic_version()}) sends no "
+                             f"{', '.join(refused)}; leave {'them' if len(refused) > 1 else 'it'} out")
 
         return _Shared(AnthropicModel(spec, s.target, sampling=settings))
     from unscaffold.llm.hf_backend import HFModel
