@@ -210,3 +210,13 @@ def test_an_options_help_says_its_bounds_in_words() -> None:
 
     assert [o.help() for o in model_options(Bounded)] == [
         "Turns. (at least 1.)", "A share. (more than 0, at most 1.)", "A name."]
+
+
+def test_every_rescue_train_setting_is_a_documented_option() -> None:
+    """A setting reachable only from a config file is a setting nobody finds: each is an option with help."""
+    model: type[BaseModel] = GENERATED["rescue train"]
+    options = {o.param: o for o in model_options(model)}
+    arguments = {p.name for p in ALL["rescue train"].params if p.param_type_name == "argument"}
+    for name, field in model.model_fields.items():
+        assert name in options or name in arguments, f"rescue train: {name} has no option"
+        assert field.description, f"rescue train: {name} has no help"

@@ -79,6 +79,8 @@ def test_local_plan_applies_what_it_can_and_lists_the_rest(tmp_path: Path) -> No
         "line 9: COPY config.yaml /etc/service/config.yaml (its target is outside the workspace /app)",
         "line 10: ADD https://example.com/runner.tar.gz /opt/ (its target is outside the workspace /app)",
     ]
+    assert plan.not_applied == [*plan.skipped, "line 11: USER nobody (commands run as the sandbox's own user)",
+                                "line 12: CMD [\"bash\"] (no effect on the commands the sandbox runs)"]
 
 
 def test_local_plan_missing_source_and_plain_base_image(tmp_path: Path) -> None:
@@ -120,6 +122,37 @@ def test_a_task_needing_its_image_is_environment_unsupported_with_its_lines_and_
     assert "go: command not found" in r["reason"]
     assert len(r["details"]["environment_gaps"]) == 4 and r["details"]["environment_gaps"][0].startswith("line 2: FROM")
     assert "not the student's failures" in result.output and "environment_unsupported" in result.output
+
+
+JQ_DOCKERFILE = "FROM ubuntu:24.04\nRUN apt-get update && apt-get install -y jq\nWORKDIR /app\n"
+
+
+@needs_bwrap
+def test_a_task_that_passes_on_the_hosts_programs_names_every_line_not_applied(tmp_path: Path) -> None:
+    """`FROM ubuntu:24.04` + `RUN apt-get install jq` passes under `local` only because this machine has jq:
+    result.json and the run's output name both lines, so nobody reads the pass as the task's environment's."""
+    make_task(tmp_path / "tasks", "jq-sum", dockerfile=JQ_DOCKERFILE,
+              solve="echo '[1,2,3]' | jq 'add' > /app/sum.txt\n", check='[ "$(cat /app/sum.txt)" = 6 ]')
+    result = CliRunner().invoke(app, ["run", "harbor", "--data", str(tmp_path / "tasks"), "--student", "oracle",
+                                      "--out", str(tmp_path / "r")], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    r = result_of(tmp_path / "r", "jq-sum")
+    assert (r["outcome"], r["reward"], r["reason"]) == ("passed", 1.0, "")
+    notes = ["line 1: FROM ubuntu:24.04 (not pulled: commands see this machine's own system and programs)",
+             "line 2: RUN apt-get update && apt-get install -y jq (the local sandbox cannot run build steps)"]
+    assert r["environment_notes"] == notes
+    assert ("jq-sum passed, with lines of its environment not applied: " + "; ".join(notes)
+            + " (--sandbox docker builds the task's image)") in " ".join(result.output.split())
+
+
+def test_split_without_a_split_file_is_refused_for_a_suite_whose_tasks_name_none(tmp_path: Path) -> None:
+    make_task(tmp_path / "tasks", "plain", solve="true\n")
+    result = CliRunner().invoke(app, ["run", "harbor", "--data", str(tmp_path / "tasks"), "--student", "oracle",
+                                      "--split", "test", "--out", str(tmp_path / "r")])
+    assert (result.exit_code, result.output) == (
+        2, "error: --split: suite 'harbor' has no split 'test' (its tasks name none); give --split-file FILE "
+        "(splits/README.md) or leave --split out\n")
+    assert not (tmp_path / "r" / "trials").exists()
 
 
 @needs_bwrap

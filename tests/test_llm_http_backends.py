@@ -16,6 +16,7 @@ from unscaffold.errors import AuthError, ContextLengthError, ModelError, Retryab
 from unscaffold.llm.anthropic_backend import AnthropicModel
 from unscaffold.llm.openai_backend import OpenAIModel
 from unscaffold.llm.retry import Backoff
+from unscaffold.llm.sampling import Sampling
 from unscaffold.llm.types import AssistantResponse, ChatToolCall, FunctionCall, Message, ToolCall, Usage
 
 TOOLS = [
@@ -232,7 +233,7 @@ def test_openai_request_body(server: FakeServer) -> None:
         Message(role="tool", content="/work", tool_call_id="call_0"),
         Message(role="tool", content="error: arguments are not valid JSON", tool_call_id="call_1"),
     ]
-    openai_model(server, api_key=None, temperature=0.5, max_tokens=512).complete(messages, TOOLS)
+    openai_model(server, api_key=None, sampling=Sampling(temperature=0.5, max_tokens=512)).complete(messages, TOOLS)
     (request,) = server.requests
     assert request["headers"]["authorization"] == "Bearer EMPTY"  # no key needed for a self-hosted server
     body = request["body"]
@@ -447,7 +448,7 @@ def test_anthropic_no_thinking_block_without_signature(server: FakeServer) -> No
 def test_anthropic_thinking_budget(server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
     server.push(200, anthropic_ok())
     server.push(200, anthropic_ok())
-    anthropic_model(server, thinking_budget=2048, temperature=0.3).complete(user(), TOOLS)
+    anthropic_model(server, thinking_budget=2048, sampling=Sampling(temperature=0.3)).complete(user(), TOOLS)
     monkeypatch.setenv("UNSCAFFOLD_ANTHROPIC_THINKING", "16000")
     anthropic_model(server).complete(user(), TOOLS)
     first, second = (r["body"] for r in server.requests)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from typer.testing import CliRunner
 from tests.helpers import needs_bwrap
 from unscaffold.benchmarks import load_suite
 from unscaffold.cli import app
+from unscaffold.errors import InputError
 from unscaffold.knowledge.bank import load_bank
 from unscaffold.knowledge.hstar import HStarHarness
 from unscaffold.rescue.environment import EnvironmentContext, HarnessEnvironment, environment_class
@@ -172,8 +174,13 @@ def test_rescue_train_bad_input_is_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["rescue", "train", "appworld_lite", "--model", "/nowhere", "--router",
                                       "random", "--out", str(tmp_path / "unused-rescue-run")])
     assert result.exit_code == 2
+    assert result.output == ("error: --model /nowhere: no model folder /nowhere: give a checkpoint folder, a "
+                             "Hugging Face id, or `tiny`\n")
+    result = CliRunner().invoke(app, ["rescue", "train", "appworld_lite", "--model", "/nowhere", "--no-preflight",
+                                      "--router", "random", "--out", str(tmp_path / "unused-rescue-run")])
     assert result.output.strip().splitlines()[-1] == ("error: --model: /nowhere: not a model folder (no "
-                                                      "config.json); give a local checkpoint or `tiny`")
+                                                      "config.json); give a local checkpoint, a Hugging Face id or "
+                                                      "`tiny`")
     result = CliRunner().invoke(app, ["rescue", "train", "appworld_lite", "--model", "tiny", "--router", "best",
                                       "--out", str(tmp_path / "unused-rescue-run")])
     assert (result.exit_code, result.output) == (2, "error: --router: Input should be 'none', 'same', 'fixed', "
@@ -284,7 +291,8 @@ def test_options_the_trainer_cannot_honour_are_refused_before_loading(tmp_path: 
     assert result.output.strip().splitlines()[-1] == ("error: --steps-per-generation: 2 does not divide the 3 "
                                                       "rollouts of a generation batch (K 3 x 1 tasks)")
     result = CliRunner().invoke(app, ["rescue", "train", "appworld_lite", "--model", "tiny", "--use-vllm",
-                                      "--vllm-mode", "server", "--out", str(tmp_path / "unused-rescue-run")])
+                                      "--vllm-mode", "server", "--no-preflight", "--out",
+                                      str(tmp_path / "unused-rescue-run")])
     assert result.exit_code == 2
     assert result.output.strip().splitlines()[-1].startswith("error: --vllm-mode: server mode is not supported")
 
@@ -325,3 +333,38 @@ def test_rollouts_write_to_the_bounded_trial_filesystem(tmp_path: Path, monkeypa
     assert list((tmp_path / "work").iterdir()) == []
     mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()]
     assert [m for m in mounts if m.startswith(str(tmp_path)) or f"unscaffold-disk-{os.getpid()}-" in m] == []
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here")
+@pytest.mark.parametrize("preflight", [[], ["--no-preflight"]])
+def test_use_vllm_without_vllm_is_one_line(tmp_path: Path, preflight: list[str]) -> None:
+    """The preflight names it; without the preflight the trainer still refuses before loading anything."""
+    result = CliRunner().invoke(app, ["rescue", "train", "appworld_lite", "--model", "tiny", "--use-vllm",
+                                      *preflight, "--out", str(tmp_path / "unused-rescue-run")])
+    assert (result.exit_code, result.output) == (
+        2, "error: --use-vllm: vLLM is not installed: `pip install 'unscaffold[vllm]'` on a machine with a GPU, or "
+        "leave --use-vllm out (rollouts then generate with transformers)\n")
+    assert not (tmp_path / "unused-rescue-run").exists()
+
+
+def test_a_hub_id_is_taken_as_train_sft_takes_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--model org/name` resolves through the Hugging Face cache (offline here: a cached snapshot)."""
+    from unscaffold.rescue.train import resolve_model
+
+    repo = tmp_path / "hub" / "models--example--tiny-chat"
+    snapshot = repo / "snapshots" / "0123abcd"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text('{"model_type": "qwen3"}')
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0123abcd")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    import huggingface_hub.constants as hub
+
+    monkeypatch.setattr(hub, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(hub, "HF_HUB_OFFLINE", True)
+    assert resolve_model("example/tiny-chat") == snapshot
+    with pytest.raises(InputError) as e:
+        resolve_model("example/not-cached")
+    assert str(e.value).startswith("--model: example/not-cached: not a folder here and the Hugging Face hub cannot "
+                                   "give it (")

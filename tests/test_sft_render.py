@@ -225,6 +225,12 @@ def test_inspect_sft_json_is_the_segments_the_loss_sees(tiny_model_dir: Path, tm
     assert json.loads(result.output) == segments(tokenizer(tiny_model_dir), sample)
     text = CliRunner().invoke(app, ["inspect-sft", str(data), "--model", str(tiny_model_dir), "--row", "1"])
     assert text.exit_code == 0 and f"{len(sample.input_ids)} tokens, {sample.trained_tokens} trained" in text.output
+    # trained spans are marked in the text as well as by colour: a log or a pipe shows them too
+    shown = " ".join(text.output.split())
+    shown = shown[:shown.rindex(f"{len(sample.input_ids)} tokens")]  # the row, without the closing count
+    trained = [seg["text"] for seg in segments(tokenizer(tiny_model_dir), sample) if seg["trained"]]
+    assert trained and shown.count("⟦") == shown.count("⟧") == len(trained)
+    assert all(" ".join(f"⟦{t}⟧".split()) in shown for t in trained)
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -192,3 +192,14 @@ def test_trl_format_rows_train_like_build_sft_rows(learnable_tiny: Path, tmp_pat
     losses = [x["loss"] for x in log_lines(tmp_path / "ours")]
     assert [x["loss"] for x in log_lines(tmp_path / "trl")] == losses
     assert [x["loss"] for x in log_lines(tmp_path / "pc")] == losses
+
+
+def test_without_a_terminal_training_prints_progress_lines(learnable_tiny: Path, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A log gets the first and the last step (and one line every 30 s between) instead of a silent bar."""
+    data = write_rows(tmp_path / "data.jsonl", overfit_rows(4))
+    train_sft(data, tmp_path / "run", quick_config(learnable_tiny, max_steps=3, per_device_batch_size=2),
+              progress=False)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("train-sft step")]
+    assert [line.split(" (")[0] for line in lines] == ["train-sft step 1/3", "train-sft step 3/3"]
+    assert all(" loss " in line for line in lines)

@@ -42,6 +42,21 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console(stderr=True)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from unscaffold import __version__
+
+        typer.echo(f"unscaffold {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """unscaffold: distil an optimized agent harness into model weights and compare it with sibling-harness
+    rescue RL, from the first trial to the comparison of runs."""
+
+
 def run_command(config: RunConfig, values: dict[str, Any]) -> None:
     """Run trials of a suite; without a reviewer this is an evaluation."""
     from unscaffold.collect.runner import run as run_suite
@@ -60,15 +75,30 @@ def run_command(config: RunConfig, values: dict[str, Any]) -> None:
         bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                        console=console, transient=False)
         job = bar.add_task(f"{config.suite} trials", total=None)
+        from unscaffold.progress_lines import ProgressLines
+
+        lines = None if console.is_terminal else ProgressLines(f"{config.suite} trials")  # a log sees no bar
+        finished = [0]
 
         def started(total: int, done: int) -> None:  # once set-up has passed: no bar before an input error
             bar.update(job, total=total, completed=done)
-            bar.start()
+            finished[0] = done
+            if lines is None:
+                bar.start()
+            else:
+                lines.update(done, total=total)
+
+        def advance(_: Any) -> None:
+            bar.advance(job)
+            finished[0] += 1
+            if lines is not None:
+                lines.update(finished[0])
 
         try:
-            summary = run_suite(config, progress=lambda r: bar.advance(job), on_start=started)
+            summary = run_suite(config, progress=advance, on_start=started)
         finally:
-            bar.stop()
+            if bar.live.is_started:  # stopping a bar never shown prints a blank line before the error
+                bar.stop()
     except UnscaffoldError as e:
         fail(e)
     results = summary.model_dump(mode="json")
@@ -97,10 +127,12 @@ def print_summary(results: dict, out: Path) -> None:
     for name, justify in (("trial", "left"), ("reward", "right"), ("turns", "right"), ("replaced", "right"),
                           ("outcome", "left"), ("note", "left")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    not_student = []
+    not_student, approximate = [], []
     for path in sorted((out / "trials").glob("*/result.json")):
         r = load_model(path, TrialResult)
         note = r.reason or r.exception or ""
+        if r.environment_notes and r.outcome not in ERROR_OUTCOMES:
+            approximate.append(r)
         table.add_row(inert(r.trial_id), f"{r.reward:.2f}", str(r.turns), str(r.replacements), inert(r.outcome),
                       inert(note[:40]))
         if r.outcome in ERROR_OUTCOMES:
@@ -113,6 +145,10 @@ def print_summary(results: dict, out: Path) -> None:
         for r in not_student:
             failed.add_row(inert(r.trial_id), inert(r.outcome), inert(r.reason))
         Console().print(failed)
+    for r in approximate:
+        Console().print(inert(f"{r.trial_id} {r.outcome}, with lines of its environment not applied: "
+                              f"{'; '.join(r.environment_notes)} (--sandbox docker builds the task's image)"),
+                        highlight=False)
     for task_id, why in sorted((results.get("skipped_tasks") or {}).items()):
         Console().print(inert(f"skipped task {task_id}: {why}"), highlight=False)
     extra = "".join(f"  {k}={results[k]:.2f}" for k in ("tgc", "sgc") if k in results)

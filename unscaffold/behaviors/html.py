@@ -9,7 +9,7 @@ from unscaffold.behaviors import tables
 from unscaffold.behaviors.compare import Comparison
 from unscaffold.behaviors.recovery import PooledRecovery, RecoveryTable
 from unscaffold.behaviors.stats import Interval
-from unscaffold.collect.report import CSS, bar_chart
+from unscaffold.collect.report import CSS, bar_chart, chart_label, label_width
 
 TABLE_CSS = """
 table{border-collapse:collapse;background:#fff;margin:8px 0}
@@ -35,7 +35,8 @@ def forest_chart(title: str, items: list[tuple[str, Interval]], low: float, high
     """Each interval as a line with its point estimate, on one axis from `low` to `high` with a mark at 0."""
     if not items:
         return ""
-    row, label_w, axis_w = 22, 170, 300
+    row, axis_w = 22, 300
+    label_w = label_width([label for label, _ in items])
 
     def x(v: float) -> float:
         return label_w + axis_w * (min(max(v, low), high) - low) / (high - low)
@@ -46,7 +47,7 @@ def forest_chart(title: str, items: list[tuple[str, Interval]], low: float, high
     marks, signed = [], low < 0
     for i, (label, iv) in enumerate(items):
         y = 32 + i * row
-        marks.append(f'<text x="0" y="{y + 4}" font-size="12">{escape(label[:26])}</text>'
+        marks.append(f'<text x="0" y="{y + 4}" font-size="12">{chart_label(label)}</text>'
                      f'<line x1="{x(iv.low):.1f}" y1="{y}" x2="{x(iv.high):.1f}" y2="{y}" stroke="#4c7bd9" '
                      f'stroke-width="2"></line><circle cx="{x(iv.value):.1f}" cy="{y}" r="4" fill="#1d2330"></circle>'
                      f'<text x="{label_w + axis_w + 8}" y="{y + 4}" font-size="12">{escape(iv.text(signed))}</text>')

@@ -16,6 +16,7 @@ from unscaffold.behaviors.compare import Comparison
 from unscaffold.behaviors.recovery import PooledRecovery, RecoveryTable, Rule
 from unscaffold.errors import UnscaffoldError
 from unscaffold.iojson import write_text_atomic
+from unscaffold.terminal_text import inert
 
 
 def trial_rule(rule: str) -> Rule:
@@ -34,34 +35,91 @@ def grid_table(title: str, grid: tables.Grid, numeric_from: int = 2) -> Table:
     return table
 
 
+def wrap(text: str, width: int, indent: str = "") -> list[str]:
+    """`text` in lines of at most `width` (continuation lines start with `indent`; a word longer than a line
+    stays whole) that do not end on a lone word: where it fits, the last word moves down with its neighbour."""
+    lines: list[list[str]] = []
+    for word in text.split():
+        room = width - (len(indent) if len(lines) > 1 else 0)
+        if lines and len(" ".join([*lines[-1], word])) <= room:
+            lines[-1].append(word)
+        else:
+            lines.append([word])
+    if len(lines) > 1 and len(lines[-1]) == 1 and len(lines[-2]) > 1:
+        if len(indent) + len(lines[-2][-1]) + 1 + len(lines[-1][0]) <= width:
+            lines[-1].insert(0, lines[-2].pop())
+    return [("" if i == 0 else indent) + " ".join(words) for i, words in enumerate(lines)]
+
+
+def folded(title: str, grid: tables.Grid, width: int) -> list[str]:
+    """A table too wide for the terminal as one block per row: the row's first cell with its header, then
+    `header: value` pairs packed into lines, so nothing is cut and no column wraps one word a line."""
+    headers, rows = grid
+    out = wrap(f"{title} ({len(rows)} row{'s' if len(rows) != 1 else ''}, one block each)", width)
+    for row in rows:
+        out += wrap(f"- {headers[0]}: {row[0] or '-'}", width, "    ")
+        line = ""
+        for header, value in zip(headers[1:], row[1:], strict=True):
+            item = f"{header}: {value or '-'}"
+            if line and len(line) + 2 + len(item) <= width:
+                line += f"; {item}"
+                continue
+            if line:
+                out.append(line)
+            line = f"    {item}"
+            if len(line) > width:
+                out += ["    " + part for part in wrap(item, width - 4, "  ")]
+                line = ""
+        if line:
+            out.append(line)
+    return out
+
+
+def print_grid(out: Console, title: str, grid: tables.Grid, numeric_from: int = 2) -> None:
+    """The grid as a table where it fits the terminal, else folded to one block per row."""
+    table = grid_table("", grid, numeric_from)  # the title goes above, wrapped as a sentence
+    natural = out.measure(table, options=out.options.update(max_width=10_000)).maximum  # unclamped
+    if natural <= out.width:
+        print_lines(out, [title])
+        out.print(table)
+        return
+    for line in folded(title, grid, out.width):
+        out.print(inert(line), highlight=False, soft_wrap=True)
+
+
+def print_lines(out: Console, lines: list[str]) -> None:
+    """Sentences wrapped to the terminal (never a lone word on a line)."""
+    for line in lines:
+        for part in wrap(line, out.width, "  "):
+            out.print(inert(part), highlight=False, soft_wrap=True)
+
+
 def print_recovery(table: RecoveryTable) -> None:
     out = Console()
-    out.print(grid_table(f"behaviour recovery: {table.runs['tuned']}", tables.behavior_grid(table.behaviors)))
+    print_grid(out, f"behaviour recovery: {table.runs['tuned']}", tables.behavior_grid(table.behaviors))
     if table.dropped:
-        out.print(grid_table(f"dropped (fewer than {table.min_eligible} eligible tasks)",
-                             tables.behavior_grid(table.dropped)))
-    for line in tables.mean_lines(table) + [f"note: {n}" for n in table.notes]:
-        out.print(line, highlight=False, soft_wrap=True)
+        print_grid(out, f"dropped (fewer than {table.min_eligible} eligible tasks)",
+                   tables.behavior_grid(table.dropped))
+    print_lines(out, tables.mean_lines(table) + [f"note: {n}" for n in table.notes])
 
 
 def print_pooled(report: PooledRecovery) -> None:
     for table in report.suites:
         print_recovery(table)
-    for line in tables.pooled_lines(report):
-        Console().print(line, highlight=False, soft_wrap=True)
+    print_lines(Console(), tables.pooled_lines(report))
 
 
 def print_comparison(result: Comparison) -> None:
     out = Console()
     title = f"{result.suite}: {result.n_tasks} tasks, baseline {result.baseline}"
-    out.print(grid_table(title, tables.score_grid(result)))
-    out.print(grid_table("cost", tables.cost_grid(result), numeric_from=1))
+    print_grid(out, title, tables.score_grid(result))
+    print_grid(out, "cost", tables.cost_grid(result), numeric_from=1)
     if result.rescue_methods:
-        out.print(grid_table(f"rescue training; {result.published_source}", tables.rescue_grid(result), numeric_from=3))
+        print_grid(out, f"rescue training; {result.published_source}", tables.rescue_grid(result), numeric_from=3)
     if result.ablation:
-        out.print(grid_table(f"data-source ablation; {result.ablation_source}", tables.ablation_grid(result),
-                             numeric_from=2))
-    out.print(result.recovery_note, highlight=False, soft_wrap=True)
+        print_grid(out, f"data-source ablation; {result.ablation_source}", tables.ablation_grid(result),
+                   numeric_from=2)
+    print_lines(out, [result.recovery_note])
     for table in result.recovery:
         print_recovery(table)
 
@@ -75,4 +133,4 @@ def emit(result: BaseModel, page: Callable[[], str], out: Path | None, as_json: 
     else:
         show()
     if out:
-        Console(stderr=True).print(f"page: {out}", highlight=False)
+        Console(stderr=True).print(f"page: {out}", highlight=False, soft_wrap=True)

@@ -170,6 +170,15 @@ class Suite(ABC):
     def splits(self) -> list[str | None]:
         return [None]
 
+    def named_splits(self) -> set[str]:
+        """The splits `--split` may name: a suite whose data carries none has none (a split file gives some)."""
+        return {s for s in self.splits() if s}
+
+    def environment_notes(self, task: Task, kind: SandboxKind) -> list[str]:
+        """Every part of the task's environment the sandbox did not apply, whatever the outcome: the gaps and
+        what it only approximated (a Dockerfile's `FROM ubuntu` under `local`). Recorded even when it passes."""
+        return self.environment_gaps(task, kind)
+
     def bank_path(self) -> Path | None:
         """The suite's own h* bank (`--harness hstar`), if it ships one."""
         return None

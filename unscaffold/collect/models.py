@@ -17,6 +17,7 @@ from pydantic import (
 )
 
 from unscaffold.flags import Concurrency, DataFolder, SplitFile, TaskIds, Trials, flag
+from unscaffold.llm.sampling import Sampling
 from unscaffold.llm.types import Usage
 from unscaffold.minimal_harness.agent import AgentConfig
 from unscaffold.minimal_harness.sandbox.base import SandboxSettings
@@ -80,6 +81,7 @@ class RunConfig(BaseModel):
                           json_schema_extra=flag("--executor"))
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     agent: AgentConfig = Field(default_factory=AgentConfig)
+    sampling: Sampling = Field(default_factory=Sampling)
 
     @model_validator(mode="before")
     @classmethod
@@ -100,7 +102,7 @@ class RunConfig(BaseModel):
 
     IDENTITY: ClassVar[tuple[str, ...]] = ("suite", "student", "data", "split", "split_file", "task_ids", "trials",
                                            "harness", "opening", "finish_checks", "reviewer", "knowledge", "budget",
-                                           "reviewer_reads_gold", "empty_k")
+                                           "reviewer_reads_gold", "empty_k", "sampling")
 
     def identity(self) -> dict[str, Any]:
         """The fields that make two invocations the same run (resume only continues the same run); flat, as
@@ -128,6 +130,9 @@ class TrialResult(BaseModel):
     reward: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
     outcome: Outcome = Outcome.FAILED
     reason: str = Field("", description="why it scored what it did; empty only when passed")
+    environment_notes: list[str] = Field(default_factory=list, description="what the sandbox did not apply of "
+                                         "the task's environment (e.g. Dockerfile lines under `local`), also when "
+                                         "the trial passed")
     details: dict[str, Any] = Field(default_factory=dict)
     exit_status: str
     exception: str | None = None

@@ -222,9 +222,24 @@ def model_path_problem(path: str, where: str) -> str | None:
         if not (folder / "config.json").is_file():
             return f"{where}: {folder} has no config.json: give a checkpoint folder (or `tiny`)"
         return config_problem(str(folder), where)
-    if path.startswith((".", "/", "~")) or path.count("/") != 1:
+    if not looks_like_hub_id(path):
         return f"{where}: no model folder {path}: give a checkpoint folder, a Hugging Face id, or `tiny`"
     return hub_problem(path, where)
+
+
+def looks_like_hub_id(name: str) -> bool:
+    """`org/name`, not a path: what `from_pretrained` would look up on the Hugging Face hub."""
+    return not name.startswith((".", "/", "~")) and name.count("/") == 1
+
+
+def vllm_problem(use_vllm: bool) -> str | None:
+    """`--use-vllm` needs vLLM importable here (it is in no default install: a GPU machine's extra)."""
+    import importlib.util
+
+    if not use_vllm or importlib.util.find_spec("vllm") is not None:
+        return None
+    return ("--use-vllm: vLLM is not installed: `pip install 'unscaffold[vllm]'` on a machine with a GPU, or "
+            "leave --use-vllm out (rollouts then generate with transformers)")
 
 
 def config_problem(name: str, where: str, offline: bool = True) -> str | None:
@@ -385,9 +400,11 @@ def check_training(model: str, flag: str = "--model") -> None:
     run_checks([lambda: model_path_problem(model, f"{flag} {model}")])
 
 
-def check_models(specs: Iterable[tuple[str, str | None]], sandbox: str | None = None) -> None:
-    """Commands that drive several models, each named by its flag (`evolve`, `demo`, `rescue train`)."""
+def check_models(specs: Iterable[tuple[str, str | None]], sandbox: str | None = None,
+                 extra: Iterable[Check] = ()) -> None:
+    """Commands that drive several models, each named by its flag (`evolve`, `demo`, `rescue train`), and
+    what else the command needs (`extra`: a base model folder, vLLM)."""
     checks: list[Check] = [lambda f=f, s=s: model_problem(s, f) for f, s in specs if s]  # type: ignore[misc]
     if sandbox:
         checks.append(lambda: sandbox_problem(sandbox))
-    run_checks(checks)
+    run_checks([*checks, *extra])

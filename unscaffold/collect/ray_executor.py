@@ -91,7 +91,7 @@ def _worker_state(key: str, config_json: str, shipped: list[str], bundle: list[A
             suite = load_suite(config.suite, config.data, config.split_file)
             atexit.register(suite.close)  # the worker keeps its suite for every trial it runs, then exits
             tasks = select_tasks(suite, config)
-            provider = make_provider(config.student, suite, tasks)
+            provider = make_provider(config.student, suite, tasks, config.sampling)
             context = trial_context(suite, config)
             for field, loaded in (("student", provider), ("reviewer", context.reviewers)):
                 parts = shipping.spec_file(getattr(original, field))

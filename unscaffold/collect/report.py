@@ -7,6 +7,7 @@ the components used. Filters by task, decision and outcome run in the page itsel
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from html import escape
 from pathlib import Path
@@ -35,6 +36,7 @@ h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px} .muted{co
 pre{white-space:pre-wrap;word-break:break-word;background:#f4f6f9;border-radius:6px;padding:6px 8px;margin:4px 0}
 .pair{display:grid;grid-template-columns:1fr 1fr;gap:10px} .pair h4{margin:2px 0;font-size:12px}
 .reason{font-style:italic} .hidden{display:none}
+.hint{color:#445;margin:4px 0} .hint ul{margin:2px 0 2px 18px;padding:0} .re{font-family:monospace;background:#eef}
 """
 
 SCRIPT = """
@@ -59,19 +61,35 @@ applyFilters();
 """
 
 
+LABEL_CHARS = 64  # a chart label longer than this is cut, with the whole of it as the hover text
+CHAR_PX = 7  # width of a character of a 12 px sans-serif label, about
+
+
+def label_width(labels: list[str]) -> int:
+    """Room for the longest label (up to LABEL_CHARS characters), at least 170 px."""
+    return max(170, CHAR_PX * min(LABEL_CHARS, max((len(label) for label in labels), default=0)) + 12)
+
+
+def chart_label(label: str) -> str:
+    """A chart's row label, whole where it fits, else cut with `…` and whole in its hover title."""
+    shown = label if len(label) <= LABEL_CHARS else label[:LABEL_CHARS - 1] + "…"
+    return f"<title>{escape(label)}</title>{escape(shown)}" if shown != label else escape(shown)
+
+
 def bar_chart(title: str, items: list[tuple[str, float]], maximum: float | None = None, fmt: str = "{:.2f}") -> str:
     """A horizontal bar chart as inline SVG."""
     if not items:
         return ""
     top = maximum or max(v for _, v in items) or 1.0
-    row, label_w, bar_w = 20, 170, 260
+    row, bar_w = 20, 260
+    label_w = label_width([label for label, _ in items])
     height = row * len(items) + 30
     bars = []
     for i, (label, value) in enumerate(items):
         y = 24 + i * row
         w = 0 if top == 0 else bar_w * value / top
         bars.append(
-            f'<text x="0" y="{y + 13}" font-size="12">{escape(label[:26])}</text>'
+            f'<text x="0" y="{y + 13}" font-size="12">{chart_label(label)}</text>'
             f'<rect x="{label_w}" y="{y + 2}" width="{w:.1f}" height="{row - 6}" fill="#4c7bd9"></rect>'
             f'<text x="{label_w + w + 4:.1f}" y="{y + 13}" font-size="12">{escape(fmt.format(value))}</text>'
         )
@@ -103,6 +121,30 @@ def _message_html(message: dict[str, Any]) -> str:
                            "tool_calls": calls})
 
 
+# A middleware hint's evidence quotes the rule's patterns as `/PATTERN/`, closed by `: `, `; ` or the end.
+_PATTERN = re.compile(r" /(.+?)/(?=: |; |$)")
+
+
+def hint_html(hint: dict[str, Any]) -> str:
+    """A middleware hint as a reader wants it: the component, its instruction, each piece of evidence on its
+    own line with the rule's patterns named (`pattern 1`) and listed, escaped, in a fold below."""
+    patterns: list[str] = []
+
+    def name(m: re.Match[str]) -> str:
+        patterns.append(m.group(1))
+        return f" \x00{len(patterns)}\x00"
+
+    marked = _PATTERN.sub(name, str(hint.get("evidence", "")))
+    clauses = "".join(
+        "<li>" + re.sub(r"\x00(\d+)\x00", r'<span class="re">pattern \1</span>', escape(clause)) + "</li>"
+        for clause in marked.split("; ") if clause)
+    listed = "".join(f"<li><code>{escape(p)}</code></li>" for p in patterns)
+    fold = f"<details><summary>patterns</summary><ol>{listed}</ol></details>" if patterns else ""
+    instruction = escape(str(hint.get("instruction") or ""))
+    return (f'<div class="hint"><b>hint {escape(str(hint.get("component_id", "")))}</b>'
+            f'{f": {instruction}" if instruction else ""}<ul>{clauses}</ul>{fold}</div>')
+
+
 def _step_html(turn: int, message: dict[str, Any], observation: str | None, review: dict[str, Any] | None) -> str:
     decision = "NONE"
     if review:
@@ -120,8 +162,7 @@ def _step_html(turn: int, message: dict[str, Any], observation: str | None, revi
     if review and review.get("components_used"):
         body.append(f'<div class="muted">components: {escape(", ".join(review["components_used"]))}</div>')
     for hint in (review or {}).get("hints") or []:
-        body.append(f'<div class="muted">hint {escape(hint.get("component_id", ""))}: '
-                    f'{escape(hint.get("evidence", ""))}</div>')
+        body.append(hint_html(hint))
     if review and review.get("errors"):
         body.append(f'<div class="bad">invalid submissions: {escape("; ".join(review["errors"]))}</div>')
     if observation is not None:

@@ -17,12 +17,18 @@ from unscaffold.knowledge.kfolder import load_k
 from unscaffold.llm.base import ModelProvider
 from unscaffold.llm.oracle import OracleProvider
 from unscaffold.llm.registry import load_provider
+from unscaffold.llm.sampling import Sampling
 from unscaffold.minimal_harness.sandbox import SandboxConfig, open_sandbox
 from unscaffold.reviewer.registry import load_reviewer
 from unscaffold.reviewer.throttle import ThrottledReviewers
 
 
 def select_tasks(suite: Suite, config: RunConfig) -> list[Task]:
+    if config.split and config.split not in suite.named_splits():
+        named = ", ".join(sorted(suite.named_splits()))
+        raise InputError("--split", None, f"suite {suite.name!r} has no split {config.split!r} "
+                         + (f"(its splits: {named})" if named else "(its tasks name none)")
+                         + "; give --split-file FILE (splits/README.md) or leave --split out")
     if config.task_ids:
         tasks = suite.named_tasks(config.task_ids, config.split)
         known = {t.id for t in tasks}
@@ -39,11 +45,15 @@ def select_tasks(suite: Suite, config: RunConfig) -> list[Task]:
     return tasks
 
 
-def make_provider(spec: str, suite: Suite, tasks: list[Task]) -> ModelProvider:
+def make_provider(spec: str, suite: Suite, tasks: list[Task], sampling: Sampling | None = None) -> ModelProvider:
+    """The student; `sampling` is the run's --temperature, --top-p, --max-tokens and --sampling-seed."""
     if spec == "oracle":
+        if sampling is not None and sampling.given():
+            raise InputError("--student", None, "oracle runs reference solutions; sampling settings "
+                             f"({', '.join(sampling.given())}) do not apply")
         by_id = {t.id: t for t in tasks}
         return OracleProvider(lambda task_id: suite.oracle_commands(by_id[task_id]))
-    return load_provider(spec)
+    return load_provider(spec, sampling=sampling)
 
 
 def trial_context(suite: Suite, config: RunConfig) -> TrialContext:

@@ -127,7 +127,7 @@ def run_suite(suite: Suite, config: RunConfig, progress: Progress | None = None,
               on_start: Callable[[int, int], None] | None = None) -> RunResults:
     tasks = select_tasks(suite, config)
     suite.check_opening(config.opening)
-    provider = make_provider(config.student, suite, tasks)
+    provider = make_provider(config.student, suite, tasks, config.sampling)
     config.out.mkdir(parents=True, exist_ok=True)
     check_run_dir(config)
     context = trial_context(suite, config)

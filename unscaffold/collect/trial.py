@@ -182,6 +182,7 @@ def run_trial(
         reward=score.reward if outcome in COMPLETED_OUTCOMES else 0.0,
         outcome=outcome,
         reason=reason,
+        environment_notes=suite.environment_notes(task, config.sandbox.kind),
         details=bounded_details(score.details),
         exit_status=traj.exit_status,
         exception=traj.exception,

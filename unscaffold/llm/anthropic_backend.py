@@ -17,6 +17,15 @@ THINKING_ENV = "UNSCAFFOLD_ANTHROPIC_THINKING"
 ANSWER_HEADROOM_TOKENS = 4096
 
 
+def sdk_sampling() -> set[str]:
+    """The sampling settings the installed SDK's `messages.create` takes (recent SDKs take none of
+    temperature, top_p or seed; max_tokens is always required)."""
+    import inspect
+
+    taken = set(inspect.signature(anthropic.resources.messages.Messages.create).parameters)
+    return {name for name in ("temperature", "top_p", "seed") if name in taken} | {"max_tokens"}
+
+
 def thinking_budget_from_env() -> int | None:
     """Extended thinking is opt-in; the variable holds a token budget, and 0 or unset means off."""
     raw = os.environ.get(THINKING_ENV, "").strip()
@@ -143,7 +152,7 @@ class AnthropicModel(HostedModel):
     def __init__(self, spec: str, model: str, *, max_tokens: int = 8192, thinking_budget: int | None = None,
                  **endpoint: Unpack[Endpoint]) -> None:
         super().__init__(spec, model, endpoint)
-        self.max_tokens = max_tokens
+        self.max_tokens = self.sampling.max_tokens or max_tokens
         self.thinking_budget = thinking_budget if thinking_budget is not None else thinking_budget_from_env()
 
     def connect(self, base_url: str | None, api_key: str | None, timeout_s: float) -> anthropic.Anthropic:
@@ -161,8 +170,9 @@ class AnthropicModel(HostedModel):
         if self.thinking_budget and thinking_can_continue(messages):
             request["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
             request["max_tokens"] = max(self.max_tokens, self.thinking_budget + ANSWER_HEADROOM_TOKENS)
-        elif self.temperature is not None and not self.thinking_budget:  # refused together with thinking
-            request["temperature"] = self.temperature
+        elif not self.thinking_budget:  # temperature and top_p are refused together with thinking
+            request.update(self.sampling.model_dump(include={"temperature", "top_p"} & sdk_sampling(),
+                                                    exclude_none=True))
         return self.backoff.call(lambda: self._call(request))
 
     def _call(self, request: dict[str, Any]) -> AssistantResponse:

@@ -1,19 +1,23 @@
 """`hf:PATH[+ADAPTER]`: a local transformers causal LM (optionally with a PEFT adapter) as a Model.
 
 Used to evaluate a fine-tuned student on the same harness as API models: the transcript is
-rendered with the checkpoint's own chat template, generated greedily by default, decoded with
+rendered with the checkpoint's own chat template, generated greedily by default (sampled with a temperature
+above 0, seeded when a seed is given), decoded with
 special tokens kept (so the `<think>` / `<tool_call>` tags survive) and parsed back into a
 structured response by `qwen_parse`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
+from collections import Counter
 from typing import Any
 
 from unscaffold.errors import ContextLengthError, ModelError
 from unscaffold.llm.chat_render import END_OF_TURN, encode, render_chat
 from unscaffold.llm.qwen_parse import THINK_OPEN, parse_completion
+from unscaffold.llm.sampling import Sampling
 from unscaffold.llm.tiny import resolve_model_path
 from unscaffold.llm.types import AssistantResponse, Message, Usage
 
@@ -29,9 +33,15 @@ class HFModel:
         max_new_tokens: int = 2048,
         temperature: float = 0.0,
         device: str | None = None,
+        sampling: Sampling | None = None,
     ) -> None:
+        """`sampling` (a spec's or a command's settings) overrides `max_new_tokens` and `temperature`."""
         self.spec, self.path, self.adapter = spec, str(path), adapter
-        self.max_new_tokens, self.temperature, self.device = max_new_tokens, temperature, device
+        sampling = sampling or Sampling()
+        self.max_new_tokens = sampling.max_tokens or max_new_tokens
+        self.temperature = sampling.temperature if sampling.temperature is not None else temperature
+        self.top_p, self.seed, self.device = sampling.top_p, sampling.seed, device
+        self._seen: Counter[str] = Counter()  # prompts generated from so far: the n-th draw of one gets its own seed
         self._tokenizer: Any = None
         self._model: Any = None
         self._context: int | None = None
@@ -80,7 +90,9 @@ class HFModel:
                 "pad_token_id": self._tokenizer.pad_token_id,
             }
             if self.temperature > 0:
-                kwargs.update(do_sample=True, temperature=self.temperature)
+                kwargs.update(do_sample=True, temperature=self.temperature, top_p=self.top_p)
+                if self.seed is not None:
+                    torch.manual_seed(self._draw_seed(prompt))
             else:
                 kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
             try:
@@ -97,6 +109,14 @@ class HFModel:
         response = parse_completion(text, in_think=prompt.rstrip().endswith(THINK_OPEN), tools=tools)
         response.usage = Usage(input_tokens=n_input, output_tokens=len(new_ids))
         return response
+
+    def _draw_seed(self, prompt: str) -> int:
+        """The seed of one sampled turn: from the run's seed, the prompt and how often it was drawn from before,
+        so a run repeats its draws (one trial at a time: exactly) and two trials of one task still differ."""
+        digest = hashlib.sha256(prompt.encode()).hexdigest()
+        n = self._seen[digest]
+        self._seen[digest] += 1
+        return int(hashlib.sha256(f"{self.seed}:{digest}:{n}".encode()).hexdigest()[:15], 16)
 
     def _ensure_loaded(self) -> None:
         if self._model is not None:
@@ -130,6 +150,16 @@ class HFModel:
         self._eos_ids = _eos_ids(model, tokenizer)
         self._tokenizer = tokenizer
         self._model = model  # set last: it is the "loaded" flag read without the lock
+        quiet_after_first_load()
+
+
+def quiet_after_first_load() -> None:
+    """transformers' warnings and weight-loading bars once per process: the first load shows them, later
+    loads (a checkpoint per re-anchoring step, a model per trial worker) do not repeat them."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
 
 
 def _context_length(config: Any) -> int | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from unscaffold.llm.retry import Backoff
+from unscaffold.llm.sampling import Sampling
 
 
 class Endpoint(TypedDict, total=False):
@@ -13,18 +14,18 @@ class Endpoint(TypedDict, total=False):
 
     base_url: str | None
     api_key: str | None
-    temperature: float | None
+    sampling: Sampling
     timeout_s: float
     backoff: Backoff
 
 
 class HostedModel:
-    """Keeps the spec, model, temperature and backoff, and opens the SDK client once with its own retries
+    """Keeps the spec, model, sampling settings and backoff, and opens the SDK client once with its own retries
     off, so `Backoff` alone decides when to try again."""
 
     def __init__(self, spec: str, model: str, endpoint: Endpoint) -> None:
         self.spec, self.model = spec, model
-        self.temperature = endpoint.get("temperature")
+        self.sampling = endpoint.get("sampling") or Sampling()
         self.backoff = endpoint.get("backoff", Backoff())
         self.client = self.connect(endpoint.get("base_url"), endpoint.get("api_key"),
                                    endpoint.get("timeout_s", 600.0))

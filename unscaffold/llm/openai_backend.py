@@ -77,12 +77,12 @@ def parse_completion(completion: Any, where: str) -> AssistantResponse:
 class OpenAIModel(HostedModel):
     """A chat-completions backend."""
 
-    def __init__(self, spec: str, model: str, *, max_tokens: int | None = None, send_reasoning: bool | None = None,
+    def __init__(self, spec: str, model: str, *, send_reasoning: bool | None = None,
                  server: ServerKind | None = None, **endpoint: Unpack[Endpoint]) -> None:
         """`send_reasoning`: send earlier reasoning back (default: for a server given by URL, vLLM or SGLang).
         `server`: the server's kind when known (`?server=vllm|sglang` in the spec): its reasoning field only."""
         super().__init__(spec, model, endpoint)
-        self.max_tokens, self.server = max_tokens, server
+        self.server = server
         self.send_reasoning = self.served_at is not None if send_reasoning is None else send_reasoning
 
     def connect(self, base_url: str | None, api_key: str | None, timeout_s: float) -> openai.OpenAI:
@@ -98,10 +98,7 @@ class OpenAIModel(HostedModel):
         request: dict[str, Any] = {"model": self.model, "messages": self.wire_messages(messages)}
         if tools:
             request["tools"] = tools
-        if self.temperature is not None:
-            request["temperature"] = self.temperature
-        if self.max_tokens is not None:
-            request["max_tokens"] = self.max_tokens
+        request.update(self.sampling.given())  # temperature, top_p, max_tokens, seed: the API's own names
         return self.backoff.call(lambda: self._call(request))
 
     def wire_messages(self, messages: list[Message]) -> list[dict[str, Any]]:

@@ -1,5 +1,6 @@
-"""Model specs: `openai:MODEL[@BASE_URL][?server=vllm|sglang]`, `anthropic:MODEL`,
-`hf:PATH[+ADAPTER][?max_new_tokens=N]`, `replay:FILE[?latency=S]`."""
+"""Model specs: `openai:MODEL[@BASE_URL]`, `anthropic:MODEL`, `hf:PATH[+ADAPTER]`, each with an optional
+`?temperature=T&top_p=P&max_tokens=N&seed=S` (see sampling.py; `openai:` also `server=vllm|sglang`), and
+`replay:FILE[?latency=S]`."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pydantic import BaseModel
 
 from unscaffold.errors import InputError
 from unscaffold.llm.base import Model, ModelProvider
+from unscaffold.llm.sampling import Sampling, parse_sampling
 from unscaffold.llm.types import ServerKind
 
 SCHEMES = ("openai", "anthropic", "hf", "replay")
@@ -21,9 +23,14 @@ class ModelSpec(BaseModel):
     base_url: str | None = None
     adapter: str | None = None
     latency_s: float = 0.0
-    max_new_tokens: int | None = None
+    sampling: Sampling = Sampling()
     server: ServerKind | None = None  # openai: the server's kind, when known
     raw: str
+
+    @property
+    def max_new_tokens(self) -> int | None:
+        """`hf:`'s name for the tokens a turn."""
+        return self.sampling.max_tokens
 
 
 def parse_spec(spec: str, *, flag: str = "--student") -> ModelSpec:
@@ -31,50 +38,58 @@ def parse_spec(spec: str, *, flag: str = "--student") -> ModelSpec:
     if not sep or scheme not in SCHEMES or not rest:
         raise InputError(flag, None, f"unknown model spec {spec!r}; expected one of "
                          "openai:MODEL[@BASE_URL], anthropic:MODEL, hf:PATH[+ADAPTER], replay:FILE")
+    server: ServerKind | None = None
+    if scheme != "replay":
+        rest, _, query = rest.partition("?")
+        if scheme == "openai":
+            server, query = _server_kind(query, flag)
+        sampling = parse_sampling(query, flag=flag, scheme=scheme)
+        if not rest:
+            raise InputError(flag, None, f"model spec {spec!r} names no model")
     if scheme == "openai":
-        rest, _, query = rest.partition("?")
         model, _, url = rest.partition("@")
-        return ModelSpec(scheme=scheme, target=model, base_url=url or None, raw=spec,
-                         server=_server_kind(query, flag) if query else None)
+        return ModelSpec(scheme=scheme, target=model, base_url=url or None, sampling=sampling, raw=spec,
+                         server=server)
     if scheme == "hf":
-        rest, _, query = rest.partition("?")
         path, _, adapter = rest.partition("+")
-        return ModelSpec(scheme=scheme, target=path, adapter=adapter or None, raw=spec,
-                         max_new_tokens=_max_new_tokens(query, flag) if query else None)
-    if scheme == "replay":
-        path, _, query = rest.partition("?")
-        latency = 0.0
-        if query:
-            key, _, value = query.partition("=")
-            if key != "latency":
-                raise InputError(flag, None, f"unknown replay option {key!r}; only latency=SECONDS")
-            try:
-                latency = float(value)
-            except ValueError:
-                raise InputError(flag, None, f"replay latency {value!r} is not a number") from None
-        return ModelSpec(scheme=scheme, target=path, latency_s=latency, raw=spec)
-    return ModelSpec(scheme=scheme, target=rest, raw=spec)
+        return ModelSpec(scheme=scheme, target=path, adapter=adapter or None, sampling=sampling, raw=spec)
+    if scheme == "anthropic":
+        return ModelSpec(scheme=scheme, target=rest, sampling=sampling, raw=spec)
+    # replay:FILE[?latency=S]
+    path, _, query = rest.partition("?")
+    latency = 0.0
+    if query:
+        key, _, value = query.partition("=")
+        if key != "latency":
+            raise InputError(flag, None, f"unknown replay option {key!r}; only latency=SECONDS")
+        try:
+            latency = float(value)
+        except ValueError:
+            raise InputError(flag, None, f"replay latency {value!r} is not a number") from None
+    return ModelSpec(scheme=scheme, target=path, latency_s=latency, raw=spec)
 
 
-def _server_kind(query: str, flag: str) -> ServerKind:
-    """`?server=vllm|sglang`: which field the server reads earlier reasoning from (else both are sent)."""
-    key, _, value = query.partition("=")
-    if key != "server":
-        raise InputError(flag, None, f"unknown openai option {key!r}; only server=vllm|sglang")
-    kinds = typing.get_args(ServerKind)
-    if value not in kinds:
-        raise InputError(flag, None, f"openai server {value!r} is not one of {', '.join(kinds)}")
-    return typing.cast(ServerKind, value)
+def _server_kind(query: str, flag: str) -> tuple[ServerKind | None, str]:
+    """`server=vllm|sglang` out of an `openai:` query (which field the server reads earlier reasoning from;
+    else both are sent), and the rest of the query."""
+    server: ServerKind | None = None
+    rest = []
+    for part in filter(None, query.split("&")):
+        key, _, value = part.partition("=")
+        if key != "server":
+            rest.append(part)
+            continue
+        kinds = typing.get_args(ServerKind)
+        if value not in kinds:
+            raise InputError(flag, None, f"openai server {value!r} is not one of {', '.join(kinds)}")
+        server = typing.cast(ServerKind, value)
+    return server, "&".join(rest)
 
 
-def _max_new_tokens(query: str, flag: str) -> int:
-    """A small model that never learnt to stop would otherwise generate the default 2,048 tokens a turn."""
-    key, _, value = query.partition("=")
-    if key != "max_new_tokens":
-        raise InputError(flag, None, f"unknown hf option {key!r}; only max_new_tokens=N")
-    if not value.isdigit() or int(value) < 1:
-        raise InputError(flag, None, f"hf max_new_tokens {value!r} is not a positive integer")
-    return int(value)
+def anthropic_version() -> str:
+    from importlib.metadata import version
+
+    return version("anthropic")
 
 
 class _Shared:
@@ -87,21 +102,30 @@ class _Shared:
         return self.model
 
 
-def load_provider(spec: str, *, flag: str = "--student") -> ModelProvider:
+def load_provider(spec: str, *, flag: str = "--student", sampling: Sampling | None = None) -> ModelProvider:
+    """The backend of a spec; `sampling` (a command's options) adds to the spec's own query settings."""
     s = parse_spec(spec, flag=flag)
+    settings = s.sampling.merged(sampling, flag=flag) if sampling is not None else s.sampling
     if s.scheme == "replay":
+        if settings.given():
+            raise InputError(flag, None, f"{spec}: a replay plays recorded responses; sampling settings "
+                             f"({', '.join(settings.given())}) do not apply")
         from unscaffold.llm.replay import ReplayProvider
 
         return ReplayProvider(spec, Path(s.target), s.latency_s)
     if s.scheme == "openai":
         from unscaffold.llm.openai_backend import OpenAIModel
 
-        return _Shared(OpenAIModel(spec, s.target, base_url=s.base_url, server=s.server))
+        return _Shared(OpenAIModel(spec, s.target, base_url=s.base_url, server=s.server, sampling=settings))
     if s.scheme == "anthropic":
-        from unscaffold.llm.anthropic_backend import AnthropicModel
+        from unscaffold.llm.anthropic_backend import AnthropicModel, sdk_sampling
 
-        return _Shared(AnthropicModel(spec, s.target))
+        refused = sorted(set(settings.given()) - sdk_sampling())
+        if refused:
+            raise InputError(flag, None, f"{spec}: the installed anthropic SDK ({anthropic_version()}) sends no "
+                             f"{', '.join(refused)}; leave {'them' if len(refused) > 1 else 'it'} out")
+
+        return _Shared(AnthropicModel(spec, s.target, sampling=settings))
     from unscaffold.llm.hf_backend import HFModel
 
-    limit = {"max_new_tokens": s.max_new_tokens} if s.max_new_tokens else {}
-    return _Shared(HFModel(spec, s.target, adapter=s.adapter, **limit))
+    return _Shared(HFModel(spec, s.target, adapter=s.adapter, sampling=settings))

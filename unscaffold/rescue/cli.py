@@ -36,7 +36,7 @@ PUBLISHED_NOTE = (
 def simulate_command(s: SimulateSettings, values: dict[str, Any]) -> None:
     """Compare grpo, same_harness, random, rule and adaptive rescue on synthetic success probabilities."""
     from unscaffold.iojson import write_json_atomic
-    from unscaffold.rescue.plot import write_simulation_plot
+    from unscaffold.rescue.sim_page import simulation_page
     from unscaffold.rescue.simulate import run_simulation
 
     seed, as_json, out = s.seed, s.as_json, s.out
@@ -44,9 +44,7 @@ def simulate_command(s: SimulateSettings, values: dict[str, Any]) -> None:
     data = result.model_dump(mode="json")
     if out is not None:
         write_json_atomic(out / "simulation.json", data)
-        write_simulation_plot({m: r.effective_group_rate for m, r in result.methods.items()},
-                              {k: {m: [(p.value, p.effective_group_rate[m]) for p in pts] for m in result.methods}
-                               for k, pts in result.sweeps.items()}, out / "simulation.html")
+        simulation_page(result, out / "simulation.html")
     if as_json:
         sys.stdout.write(json.dumps(data, indent=1) + "\n")
         return
@@ -98,15 +96,17 @@ rescue_app.command("pool")(command_from_model(PoolSettings, "rescue pool", [
 
 def train_command(config: RescueTrainConfig, values: dict[str, Any]) -> None:
     """Rescue GRPO: all-fail groups are re-sampled under router-picked siblings (TRL GRPOTrainer)."""
-    from unscaffold.rescue.train import train
+    from unscaffold.rescue.train import check_options, train
 
     out = config.out
     try:
+        check_options(config)  # before the bar: a refused option is one line
         if not values["no_preflight"]:
-            from unscaffold.collect.preflight import check_models  # the model path: train's own check
+            from unscaffold.collect.preflight import check_models, model_path_problem, vllm_problem
 
             check_models([*(("--profiler", p) for p in config.profilers), *(("--voter", v) for v in config.voters)],
-                         config.sandbox)
+                         config.sandbox, extra=[lambda: vllm_problem(config.use_vllm),
+                                                lambda: model_path_problem(config.model, f"--model {config.model}")])
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         from unscaffold.rescue.train import world_rank

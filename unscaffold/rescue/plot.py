@@ -1,4 +1,5 @@
-"""Self-contained HTML pages of inline SVG: rescue training metrics per step, simulator comparisons."""
+"""Self-contained HTML pages of inline SVG: rescue training metrics per step (the simulator's page:
+sim_page.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from unscaffold.collect.report import bar_chart
 from unscaffold.iojson import write_text_atomic
 
 COLOURS = ["#4c7bd9", "#d9534c", "#3a9d5d", "#c48a1c", "#8a4cd9", "#555555"]
@@ -62,9 +62,3 @@ def write_training_plot(lines: list[dict[str, Any]], path: Path) -> Path:
         line_chart("extra rollouts (% of GRPO)", {"extra rollouts": series("extra_rollout_pct")}, y_max=100.0),
     ])
 
-
-def write_simulation_plot(methods: dict[str, float], sweeps: dict[str, dict[str, list[tuple[float, float]]]],
-                          path: Path) -> Path:
-    charts = [bar_chart("effective group rate at the default knobs", list(methods.items()), maximum=1.0)]
-    charts += [line_chart(f"effective group rate vs {knob}", lines, x_label=knob) for knob, lines in sweeps.items()]
-    return write_page(path, "rescue simulator", charts)

@@ -28,7 +28,7 @@ from unscaffold.benchmarks.splits import refuse_test_tasks
 from unscaffold.errors import InputError
 from unscaffold.flags import DataFolder, SplitFile, TaskIds, comma_list_kept_empty, flag
 from unscaffold.iojson import append_jsonl, write_json_atomic
-from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, SandboxChoice
+from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, CommandTimeout, SandboxChoice
 from unscaffold.rescue.groups import SUCCESS, GroupOutcome, effective, step_stats
 from unscaffold.rescue.objective import CORRECTION_CAP, EPS_HIGH, EPS_LOW, ObjectiveConfig, grpo_objective_args
 from unscaffold.rescue.pool import BASE
@@ -36,6 +36,11 @@ from unscaffold.rescue.routers import ROUTERS, ControlRouter, Router, TaskView, 
 from unscaffold.rescue.settings import PoolFile, Profilers, ValidationTable, Voters, default_router
 from unscaffold.sft.config import LORA_ALPHA, LORA_RANK, RECIPE_SEED
 
+# Recipe scale. Harness-S trained GRPO on 2,560 base-harness rollouts (320 groups of K = 8): at 4 tasks per
+# generation batch and 2 optimiser steps per batch that is 80 batches, 160 steps. The paper states no
+# completion length; 16,384 tokens holds a multi-turn app-world episode with its tool observations.
+RECIPE_STEPS = 160
+RECIPE_COMPLETION_TOKENS = 16_384
 METRICS = "metrics.jsonl"
 TRL_LOG = "trl_log.jsonl"  # TRL's own per-optimiser-step logs: loss, clip ratios, entropy
 CONTROLS = ("none", "same", "fixed")  # the published controls beside the routers
@@ -71,7 +76,10 @@ class RescueTrainConfig(BaseModel):
     split_file: SplitFile = None
     opening: str | None = Field(None, description="How an episode starts, as `run --opening` (default: the "
                                 "suite's).", json_schema_extra=flag("--opening"))
-    max_steps: int = Field(10, ge=1, description="Optimiser steps.", json_schema_extra=flag("--max-steps"))
+    max_steps: int = Field(RECIPE_STEPS, ge=1, description="Optimiser steps (default: the published GRPO budget of "
+                           "2,560 base rollouts at the default K, tasks per step and steps per generation; a toy "
+                           "run on the CPU: --max-steps 2 --k 4 --tasks-per-step 1 --steps-per-generation 1 "
+                           "--max-completion-length 48).", json_schema_extra=flag("--max-steps"))
     k: int = Field(8, ge=2, description="Rollouts per task, and siblings per rescue.", json_schema_extra=flag("--k"))
     tasks_per_step: int = Field(4, ge=1, description="Tasks (groups) per generation batch, over all processes.",
                                 json_schema_extra=flag("--tasks-per-step"))
@@ -82,22 +90,31 @@ class RescueTrainConfig(BaseModel):
                                 json_schema_extra=flag("--num-iterations"))
     learning_rate: float = Field(1e-5, gt=0, description="Peak learning rate.",
                                  json_schema_extra=flag("--learning-rate"))
-    max_completion_length: int = Field(256, ge=8, description="Tokens per rollout, tool observations included.",
+    max_completion_length: int = Field(RECIPE_COMPLETION_TOKENS, ge=8, description="Tokens per rollout, tool "
+                                       "observations included (default: room for a multi-turn app-world episode).",
                                        json_schema_extra=flag("--max-completion-length"))
-    max_tool_calls: int = Field(8, ge=1, description="tool-calling iterations per rollout")
-    temperature: float = Field(1.0, gt=0)
-    lora_r: int = LORA_RANK
-    lora_alpha: int = LORA_ALPHA
-    eps_low: float = EPS_LOW
-    eps_high: float = EPS_HIGH
-    correction_cap: float = CORRECTION_CAP
-    success: float = SUCCESS
+    max_tool_calls: int = Field(8, ge=1, description="Tool calls per rollout (TRL's tool loop ends there).",
+                                json_schema_extra=flag("--max-tool-calls"))
+    temperature: float = Field(1.0, gt=0, description="Sampling temperature of the rollouts.",
+                               json_schema_extra=flag("--temperature"))
+    lora_r: int = Field(LORA_RANK, ge=1, description="LoRA rank (all linear layers).",
+                        json_schema_extra=flag("--lora-r"))
+    lora_alpha: int = Field(LORA_ALPHA, ge=1, description="LoRA alpha.", json_schema_extra=flag("--lora-alpha"))
+    eps_low: float = Field(EPS_LOW, gt=0, description="Lower clip of the ratio (1 - eps_low).",
+                           json_schema_extra=flag("--eps-low"))
+    eps_high: float = Field(EPS_HIGH, gt=0, description="Upper clip of the ratio (1 + eps_high).",
+                            json_schema_extra=flag("--eps-high"))
+    correction_cap: float = Field(CORRECTION_CAP, gt=0, description="Cap of the detached rollout-engine "
+                                  "correction w = clip(pi_old / q, 0, cap).",
+                                  json_schema_extra=flag("--correction-cap"))
+    success: float = Field(SUCCESS, gt=0, le=1, description="Reward at which a rollout counts as a success (a "
+                           "group with none is rescued).", json_schema_extra=flag("--success"))
     use_vllm: bool = Field(False, description="Generate with vLLM (GPU; then q is vLLM's and the correction "
                            "applies).", json_schema_extra=flag("--use-vllm"))
     vllm_mode: Literal["colocate", "server"] = Field("colocate", description="colocate (server mode is refused).",
                                                      json_schema_extra=flag("--vllm-mode"))
     sandbox: SandboxChoice = "local"
-    command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S
+    command_timeout_s: CommandTimeout = DEFAULT_COMMAND_TIMEOUT_S
     seed: int = Field(RECIPE_SEED, description="Seed.", json_schema_extra=flag("--seed"))
     reanchor_every: int | None = Field(None, ge=1, description="Steps between re-anchorings of the router on the "
                                        "current policy's validation runs.", json_schema_extra=flag("--reanchor-every"))
@@ -141,6 +158,11 @@ def check_options(config: RescueTrainConfig) -> None:
         raise InputError("--vllm-mode", None, "server mode is not supported: a rescue step generates a second "
                          "time within one generation batch, with rows of several harnesses, which a shared vLLM "
                          "server is not tested with; use colocate")
+    from unscaffold.collect.preflight import vllm_problem
+
+    missing = vllm_problem(config.use_vllm)  # with --no-preflight too: vLLM's import error is a long traceback
+    if missing:
+        raise InputError("--use-vllm", None, missing.removeprefix("--use-vllm: "))
 
 
 def pool_notes(config: RescueTrainConfig, siblings: list[str]) -> list[str]:
@@ -152,14 +174,25 @@ def pool_notes(config: RescueTrainConfig, siblings: list[str]) -> list[str]:
 
 
 def resolve_model(spec: str) -> Path:
+    """The base model's folder: a built-in one (built once), a local checkpoint, or a hub id as `train-sft`
+    takes it (from the Hugging Face cache, fetched into it when not there yet)."""
+    from unscaffold.collect.preflight import looks_like_hub_id
     from unscaffold.llm.tiny import is_built_in, resolve_model_path
 
     if is_built_in(spec):  # tiny, tiny-qwen3.5 (the hybrid), or either with :TEMPLATE
         return Path(resolve_model_path(spec))
-    path = Path(spec)
+    path = Path(spec).expanduser()
+    if not path.exists() and looks_like_hub_id(spec):
+        from huggingface_hub import snapshot_download
+
+        try:
+            path = Path(snapshot_download(spec))
+        except Exception as e:  # the hub's errors (offline, gated, unknown repo) share no base class
+            raise InputError("--model", None, f"{spec}: not a folder here and the Hugging Face hub cannot give it "
+                             f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
     if not (path / "config.json").is_file():
-        raise InputError("--model", None, f"{spec}: not a model folder (no config.json); give a local checkpoint "
-                         "or `tiny`")
+        raise InputError("--model", None, f"{spec}: not a model folder (no config.json); give a local checkpoint, "
+                         "a Hugging Face id or `tiny`")
     return path
 
 
@@ -405,6 +438,9 @@ def make_trainer(config: RescueTrainConfig, model_path: Path, factories: dict[st
     )
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path)
+    from unscaffold.llm.hf_backend import quiet_after_first_load
+
+    quiet_after_first_load()  # the re-anchoring runs load the checkpoint again: no second round of bars
     lora = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, target_modules="all-linear",
                       task_type="CAUSAL_LM")
     return RescueGRPOTrainer(

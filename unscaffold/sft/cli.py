@@ -19,6 +19,8 @@ from unscaffold.errors import InputError, UnscaffoldError
 from unscaffold.sft.config import TrainConfig
 from unscaffold.terminal_text import clean
 
+TRAINED_OPEN, TRAINED_CLOSE = "⟦", "⟧"  # around each trained span; characters no chat template uses
+
 
 def inspect_sft_command(s: InspectSftSettings, values: dict[str, Any]) -> None:
     """Show a row exactly as the loss sees it: trained spans marked, context plain."""
@@ -50,10 +52,14 @@ def inspect_sft_command(s: InspectSftSettings, values: dict[str, Any]) -> None:
             out.rule(f"sample {i}")
         text = Text()
         for seg in segs:
-            text.append(clean(seg["text"], one_line=False), style="bold green on grey15" if seg["trained"] else "dim")
+            if seg["trained"]:  # marked in the text too: a log, a pipe or a colour-blind reader sees no green
+                text.append(f"{TRAINED_OPEN}{clean(seg['text'], one_line=False)}{TRAINED_CLOSE}",
+                            style="bold green on grey15")
+            else:
+                text.append(clean(seg["text"], one_line=False), style="dim")
         out.print(text)
         out.print(f"[bold]{len(sample.input_ids)} tokens, {sample.trained_tokens} trained[/bold] "
-                  "(trained spans in green)", highlight=False)
+                  f"(trained spans in green, between {TRAINED_OPEN} and {TRAINED_CLOSE})", highlight=False)
 
 
 def _nth_row(data: Path, n: int) -> Any:

@@ -226,14 +226,17 @@ def train_sft(data: Path, out: Path, config: TrainConfig, *, resume: bool = Fals
     # the model is loaded after SFTConfig exists: under DeepSpeed ZeRO-3 it is then built already partitioned
     dtype = torch.bfloat16 if hardware["bf16"] else torch.float32
     model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype, attn_implementation=hardware["attn_implementation"])
+    from unscaffold.llm.hf_backend import quiet_after_first_load
+
+    quiet_after_first_load()
     trainer = _Trainer(
         model=model, args=args, train_dataset=_dataset(prepared), processing_class=tokenizer, peft_config=lora,
         linear_floor=config.min_lr / config.learning_rate if config.lr_scheduler == "linear_to_min_lr" else None,
     )
     trainer.remove_callback(PrinterCallback)  # the log goes to train_log.jsonl and the bar, not stdout
     callbacks: list[Any] = [_LogFile(out / LOG)] if main else []
-    if main and progress:
-        callbacks.append(_ProgressBar())
+    if main:
+        callbacks.append(_ProgressBar() if progress else _ProgressLog())
     for cb in callbacks:
         trainer.add_callback(cb)
     if torch.cuda.is_available():
@@ -418,6 +421,23 @@ class _LogFile(TrainerCallback):
             if key in logs:
                 line["lr" if key == "learning_rate" else key] = logs[key]
         append_jsonl(self.path, line)
+
+
+class _ProgressLog(TrainerCallback):
+    """Where stderr is no terminal: a line with the step and the latest loss now and then (progress_lines)."""
+
+    def __init__(self) -> None:
+        from unscaffold.progress_lines import ProgressLines
+
+        self.lines = ProgressLines("train-sft step")
+        self.loss = "-"
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **_: Any) -> None:
+        if logs and "loss" in logs:
+            self.loss = f"{logs['loss']:.4f}"
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+        self.lines.update(state.global_step, f"loss {self.loss}", total=state.max_steps)
 
 
 class _ProgressBar(TrainerCallback):

@@ -41,6 +41,10 @@ class LocalPlan(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     copies: list[Copy] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list, description="`line N: TEXT (why)` for each line not applied")
+    not_applied: list[str] = Field(default_factory=list, description="every line not applied, in order: the "
+                                   "skipped ones, a `FROM` of an image like the host's, which the local sandbox "
+                                   "does not pull either (it runs this machine's own system), `USER`, and lines "
+                                   "with no effect on commands (`CMD`, `EXPOSE`, ...)")
 
 
 HEREDOC = re.compile(r"<<-?\s*[\"']?(\w+)[\"']?")
@@ -138,11 +142,15 @@ def local_plan(dockerfile: Path, workdir: str) -> LocalPlan:
 
         def skip(why: str, number: int = number, text: str = text) -> None:
             plan.skipped.append(f"line {number}: {text} ({why})")
+            plan.not_applied.append(plan.skipped[-1])
 
         if keyword == "FROM":
             image = next((w for w in args.split() if not w.startswith("--")), "")
             if not host_like(image):
                 skip("the local sandbox has no such image")
+            else:
+                plan.not_applied.append(f"line {number}: {text} (not pulled: commands see this machine's own "
+                                        "system and programs)")
         elif keyword == "WORKDIR":
             current = posixpath.normpath(posixpath.join(current, args))
         elif keyword == "ENV":
@@ -168,7 +176,11 @@ def local_plan(dockerfile: Path, workdir: str) -> LocalPlan:
             for source in found:
                 name = source.name if into_folder and not source.is_dir() else ""
                 plan.copies.append(Copy(source=source, target=posixpath.normpath(posixpath.join(rel, name))))
-        elif keyword not in NO_EFFECT:
+        elif keyword == "USER":
+            plan.not_applied.append(f"line {number}: {text} (commands run as the sandbox's own user)")
+        elif keyword in NO_EFFECT:
+            plan.not_applied.append(f"line {number}: {text} (no effect on the commands the sandbox runs)")
+        else:
             skip("the local sandbox cannot run build steps")
     return plan
 

@@ -42,6 +42,7 @@ class HarborSuite(Suite):
         image = ht.config.environment.docker_image
         if image and not host_like(image):
             plan.skipped.insert(0, f"task.toml: docker_image = {image!r} (the local sandbox has no such image)")
+            plan.not_applied.insert(0, plan.skipped[0])
         return plan
 
     def environment_gaps(self, task: Task, kind: SandboxKind) -> list[str]:
@@ -51,6 +52,15 @@ class HarborSuite(Suite):
             return self.local_plan(task).skipped
         except RefusedPath as e:
             return [str(refusal(e))]
+
+    def environment_notes(self, task: Task, kind: SandboxKind) -> list[str]:
+        return self.local_plan(task).not_applied if kind == "local" else []
+
+    def named_splits(self) -> set[str]:
+        """With no split file, the splits the tasks' own `[metadata] split` name."""
+        if self.split_file is not None:
+            return super().named_splits()
+        return {str(t.config.metadata["split"]) for t in self._tasks.values() if t.config.metadata.get("split")}
 
     def harbor_task(self, task: Task) -> HarborTask:
         return self._tasks[task.id]
