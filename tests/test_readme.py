@@ -30,7 +30,7 @@ GENERATED = {"cli.md"}  # the command reference is checked against the commands 
 NEEDS_MORE_THAN_THIS_MACHINE = ("...", "path/to", "BASE", "openai:", "anthropic:", "hf:Qwen", "hf:path", "ray:",
                                 "HEAD", "$", "~/")
 # Steps that train or generate with the tiny model on the CPU: minutes each, so they run in the slow test only.
-SLOW_STEPS = ("train-sft", "rescue train", "hf:")
+SLOW_STEPS = ("train-sft", "rescue train", "hf:", "reproduce")
 EXPECTED_STATUS = {"'sleep 60'": 1}  # the time-out example: the command is killed, so the observation exits 1
 
 
