@@ -39,7 +39,10 @@ def test_every_model_spec_takes_the_sampling_query() -> None:
 
 @pytest.mark.parametrize(("spec", "message"), [
     ("openai:m?temprature=1", "--student: unknown openai option 'temprature'; expected temperature=, top_p=, "
-                              "max_tokens=, seed="),
+                              "max_tokens=, seed=, server="),
+    ("hf:tiny?server=vllm", "--student: unknown hf option 'server'; expected temperature=, top_p=, max_tokens=, "
+                            "seed="),
+    ("openai:m?server=ollama", "--student: openai server 'ollama' is not one of vllm, sglang"),
     ("hf:tiny?top_p=1.5", "--student: hf top_p '1.5': Input should be less than or equal to 1"),
     ("hf:tiny?max_new_tokens=0", "--student: hf max_tokens '0': Input should be greater than or equal to 1"),
     ("openai:m?temperature=hot", "--student: openai temperature 'hot': Input should be a valid number, unable to "
