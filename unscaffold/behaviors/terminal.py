@@ -36,10 +36,11 @@ def grid_table(title: str, grid: tables.Grid, numeric_from: int = 2) -> Table:
 
 def print_recovery(table: RecoveryTable) -> None:
     out = Console()
-    out.print(grid_table(f"behaviour recovery: {table.runs['tuned']}", tables.behavior_grid(table.behaviors)))
+    out.print(grid_table(f"behaviour recovery: {table.runs['tuned']}", tables.behavior_grid(table.behaviors),
+                         numeric_from=3))
     if table.dropped:
         out.print(grid_table(f"dropped (fewer than {table.min_eligible} eligible tasks)",
-                             tables.behavior_grid(table.dropped)))
+                             tables.behavior_grid(table.dropped), numeric_from=3))
     for line in tables.mean_lines(table) + [f"note: {n}" for n in table.notes]:
         out.print(line, highlight=False, soft_wrap=True)
 

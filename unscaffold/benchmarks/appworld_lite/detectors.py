@@ -100,3 +100,6 @@ def p_targets_collected(view: View, p: dict[str, Any]) -> bool:
 
 PREDICATES: dict[str, Predicate] = by_name(p_doc_first, p_doc_read, p_pages_read, p_read_back, p_completed,
                                            p_targets_collected)
+
+# Evidence forms (decide when the trial's commands were recorded; see behaviors/evidence_view.py)
+EVIDENCE: dict[str, Predicate] = {}

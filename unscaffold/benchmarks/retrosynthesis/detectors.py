@@ -53,10 +53,6 @@ def answer_parses(view: View, file: str = ANSWER) -> list[Pos]:
     """RDKit parsing what the answer file holds (read in the program, or its text copied into it)."""
     out = tool_steps(view, ["check_reactants"], r'"(?:from_file|write_to)": "[^"]*answer\.txt"')
     for step, flow in view.programs():
-        if flow.tree is None:
-            if flow.called(PARSE) and re.search(file.removesuffix("$").removeprefix("(?:^|/)"), flow.program.code):
-                out.append(pos(step, flow))
-            continue
         out += [pos(step, flow, c) for c in flow.call_on(PARSE, flow.reads_file(file))]
     return sorted(out)
 
@@ -176,3 +172,6 @@ PREDICATES: dict[str, Predicate] = by_name(p_candidates_listed, p_forward_checke
                                            p_answer_written, p_answer_canonical_last, p_answer_canonical_any,
                                            p_answer_parsed_after_write, p_write_justified, p_bounded,
                                            p_recheck_after_rejection, p_protection_queried, p_stereo_kept)
+
+# Evidence forms (decide when the trial's commands were recorded; see behaviors/evidence_view.py)
+EVIDENCE: dict[str, Predicate] = {}

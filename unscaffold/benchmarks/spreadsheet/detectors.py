@@ -355,3 +355,6 @@ PREDICATES: dict[str, Predicate] = by_name(p_inspected_before_write, p_sheets_wa
                                            p_asserted_after_write, p_error_values_sought, p_inspected_after_error,
                                            p_examples_read, p_rule_checked, p_saved_to_output, p_recalculated,
                                            p_edited_in_place, p_literal_values, p_sheet_bounds, p_first_sheet)
+
+# Evidence forms (decide when the trial's commands were recorded; see behaviors/evidence_view.py)
+EVIDENCE: dict[str, Predicate] = {}
