@@ -136,7 +136,7 @@ def run_trial(
                 agent_config = config.agent.model_copy(update={"max_wall_s": min(walls) if walls else None})
                 if context.reviewers is not None:
                     hook = ReviewHook(context.reviewers.for_trial(task.id), context.k, config.budget,
-                                      trial_dir / REVIEWS, trial_id, task.id)
+                                      trial_dir / REVIEWS, trial_id, task.id, opening=lambda: traj.opening_messages)
                 agent = Agent(provider.for_trial(task.id), sandbox, traj, config=agent_config,
                               save_path=trial_dir / TRAJECTORY, harness=context.harness,
                               review_hook=hook or pass_through)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +56,12 @@ class ReviewHook:
         trial_id: str,
         task_id: str,
         max_retries: int = MAX_RETRIES,
+        opening: Callable[[], int] = lambda: 0,
     ) -> None:
+        """`opening`: how many leading messages of the transcript are the suite's opening (read per review,
+        since the agent sets it when the episode starts); the middleware skips them."""
         self.reviewer, self.k, self.budget = reviewer_for_trial, k, budget
+        self.opening = opening
         self.log_path, self.trial_id, self.task_id = Path(log_path), trial_id, task_id
         self.max_tries = max_retries + 1  # the first submission, then each retry
         self.known_components = set(k.component_ids()) if k is not None else None
@@ -82,7 +87,7 @@ class ReviewHook:
             reason = f"replace budget spent ({self.stats.replacements}/{self.budget}); the reviewer is not called"
             self._log(line, decision="PASS", reason=reason, skipped="budget")
             return proposal
-        hints = triggered(self.k.middleware, transcript, proposal) if self.k is not None else []
+        hints = triggered(self.k.middleware, transcript, proposal, self.opening()) if self.k is not None else []
         line["hints"] = [h.model_dump() for h in hints]
         request = ReviewRequest(self.trial_id, self.task_id, turn, list(transcript), proposal, hints, self.k)
         session = self.reviewer.open(request)
