@@ -130,6 +130,7 @@ class Step:
     programs: list[Program] = field(default_factory=list)
     files: list[FileEvent] = field(default_factory=list)
     words: list[list[str]] = field(default_factory=list)  # each shell segment's words (command first)
+    message_index: int = -1  # index into Trajectory.messages of the assistant message that made the call
     bounded: bool = False  # some segment ran under `timeout` with a limit (`timeout 0` sets none)
     notes: list[str] = field(default_factory=list)  # what the analysis could not read, and why
 
@@ -360,21 +361,24 @@ def steps_of(traj: Trajectory, scripts: dict[str, list[tuple[str, set[str]]]] | 
     opening is the suite's, not the student's: its calls are skipped."""
     messages = traj.messages[traj.opening_messages:]
     results = {m.tool_call_id: m.content for m in messages if m.role == "tool" and m.tool_call_id}
-    ids = [c.id for m in messages if m.role == "assistant" for c in m.tool_calls or ()]
+    ids = [(traj.opening_messages + j, c.id) for j, m in enumerate(messages) if m.role == "assistant"
+           for c in m.tool_calls or ()]
     files: dict[str, str] = {}
     steps = []
-    for i, (call_id, call) in enumerate(zip(ids, assistant_calls(messages), strict=True)):
+    for i, ((at, call_id), call) in enumerate(zip(ids, assistant_calls(messages), strict=True)):
         command = command_of(call)
         observation = results.get(call_id, "")
         if command is None:
             args = call.arguments if isinstance(call.arguments, dict) else {}
-            steps.append(Step(index=i, tool=call.name, arguments=args, observation=observation))
+            steps.append(Step(index=i, tool=call.name, arguments=args, observation=observation, message_index=at))
             continue
         recipe = recipe_call(command, scripts or {})
         if recipe is not None:
-            steps.append(Step(index=i, tool=recipe[0], arguments=recipe[1], command=command, observation=observation))
+            steps.append(Step(index=i, tool=recipe[0], arguments=recipe[1], command=command, observation=observation,
+                              message_index=at))
             continue
-        step = Step(index=i, tool="execute", arguments={"command": command}, command=command, observation=observation)
+        step = Step(index=i, tool="execute", arguments={"command": command}, command=command, observation=observation,
+                    message_index=at)
         parse_command(step, files)
         steps.append(step)
     return steps

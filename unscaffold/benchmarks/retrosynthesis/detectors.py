@@ -11,6 +11,8 @@ import ast
 import re
 from typing import Any
 
+from unscaffold.behaviors import evidence_view as ev
+from unscaffold.behaviors.evidence_view import EPos
 from unscaffold.behaviors.predicates import Pos, Predicate, View, by_name, calls_of, pos, tool_steps
 from unscaffold.behaviors.pyflow import Flow
 
@@ -173,5 +175,64 @@ PREDICATES: dict[str, Predicate] = by_name(p_candidates_listed, p_forward_checke
                                            p_answer_parsed_after_write, p_write_justified, p_bounded,
                                            p_recheck_after_rejection, p_protection_queried, p_stereo_kept)
 
-# Evidence forms (decide when the trial's commands were recorded; see behaviors/evidence_view.py)
-EVIDENCE: dict[str, Predicate] = {}
+
+# ---- evidence forms: what the recorded commands did (behaviors/evidence_view.py) --------------------------
+
+PARSE_CALLS = r"^rdkit\.Chem\.(?:MolFromSmiles|CanonSmiles)$"
+CANONICAL_CALLS = r"^rdkit\.Chem\.(?:MolToSmiles|CanonSmiles)$"
+WORKSPACE_ANSWER = r"^answer\.txt$"  # the recorded path is relative to the workspace: /tmp/answer.txt is not it
+
+
+def answer_writes_recorded(view: View) -> list[tuple[EPos, str | None, bool]]:
+    """(where, content afterwards, written by the checking tool) for each write of the workspace's answer.txt."""
+    out = [(at, content, False) for at, content in ev.writes(view, WORKSPACE_ANSWER)]
+    by_tool = ev.tool_calls(view, {"check_reactants"}, r'"write_to": "(?:\./)?answer\.txt"')
+    out += [(at, None, True) for at, _ in by_tool]
+    return sorted(out, key=lambda w: w[0])
+
+
+def _parts(content: str) -> list[str]:
+    return [p for p in content.strip().split(".") if p]
+
+
+def e_answer_written(view: View, p: dict[str, Any]) -> bool:
+    return bool(answer_writes_recorded(view))
+
+
+def e_answer_parsed_after_write(view: View, p: dict[str, Any]) -> bool:
+    """After the last write of answer.txt, its content (as a whole, or every dot-separated part) went through an
+    RDKit parse that returned a molecule, in a command that had not failed by then; or the content was made of
+    canonical SMILES RDKit had just produced (parsed to be written); or the checking tool wrote it."""
+    writes = answer_writes_recorded(view)
+    if not writes:
+        return False
+    where, content, by_tool = writes[-1]
+    if by_tool:
+        return True
+    content = next((c for at, c, _ in reversed(writes) if at[0] == where[0] and c is not None), content)
+    if not content or not content.strip():
+        return False
+    parsed = {str(ev.value_of(c, 0, "SMILES", "smi")).strip() for at, c in ev.calls(view, PARSE_CALLS)
+              if at > where and c.result is not None}
+    made = {str(c.result).strip() for at, c in ev.calls(view, CANONICAL_CALLS) if at < where and at[0] == where[0]}
+    whole, parts = content.strip(), _parts(content)
+    return whole in parsed or all(part in parsed for part in parts) or whole in made or all(
+        part in made for part in parts)
+
+
+def e_answer_canonical_last(view: View, p: dict[str, Any]) -> bool:
+    """The last answer written is what RDKit's canonical writer produced (every part), in that command."""
+    writes = answer_writes_recorded(view)
+    if not writes:
+        return False
+    where, content, by_tool = writes[-1]
+    if by_tool:
+        return True
+    content = next((c for at, c, _ in reversed(writes) if at[0] == where[0] and c is not None), content)
+    made = {str(c.result).strip() for at, c in ev.calls(view, CANONICAL_CALLS) if at < where and at[0] == where[0]}
+    return bool(content and content.strip()) and (content.strip() in made or all(p in made for p in _parts(content)))
+
+
+EVIDENCE: dict[str, Predicate] = {"answer_written": e_answer_written,
+                                  "answer_parsed_after_write": e_answer_parsed_after_write,
+                                  "answer_canonical_last": e_answer_canonical_last}
