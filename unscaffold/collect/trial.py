@@ -18,6 +18,7 @@ from unscaffold.knowledge.kfolder import K
 from unscaffold.llm.base import ModelProvider
 from unscaffold.minimal_harness.agent import Agent, pass_through
 from unscaffold.minimal_harness.harness import Harness
+from unscaffold.minimal_harness.recorder import EvidenceRecorder
 from unscaffold.minimal_harness.sandbox import open_sandbox
 from unscaffold.minimal_harness.sandbox.base import DOCKER_ADVICE
 from unscaffold.minimal_harness.sandbox.disk import disk_note, open_trial_disk
@@ -128,6 +129,8 @@ def run_trial(
             if disk is not None:
                 stack.callback(disk.close, keep=config.sandbox.keep_workspace)
             stack.enter_context(suite.services(task, trial_dir))  # e.g. a server holding the task's world
+            recorder = EvidenceRecorder.attach(sandbox_config)  # what each command did: evidence.jsonl
+            stack.callback(recorder.close)
             sandbox = open_sandbox(sandbox_config)
             isolation = sandbox.isolation + (disk_note(disk, config.sandbox.keep_workspace) if disk else "")
             in_setup = False
@@ -139,7 +142,7 @@ def run_trial(
                                       trial_dir / REVIEWS, trial_id, task.id, opening=lambda: traj.opening_messages)
                 agent = Agent(provider.for_trial(task.id), sandbox, traj, config=agent_config,
                               save_path=trial_dir / TRAJECTORY, harness=context.harness,
-                              review_hook=hook or pass_through)
+                              review_hook=hook or pass_through, evidence=recorder)
                 agent.run(task.instruction, suite.opening(task, trial_dir, suite.check_opening(config.opening)))
                 scoring = True
                 score = suite.score(task, trial_dir, sandbox, traj)

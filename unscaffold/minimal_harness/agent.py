@@ -13,10 +13,13 @@ from unscaffold.errors import ModelError
 from unscaffold.flags import flag
 from unscaffold.llm.base import Model
 from unscaffold.llm.types import AssistantResponse, Message
+from unscaffold.minimal_harness.evidence import EVIDENCE_FILE, CommandEvidence
 from unscaffold.minimal_harness.harness import Harness, MinimalHarness
+from unscaffold.minimal_harness.recorder import EvidenceRecorder, append_evidence, reset_evidence
 from unscaffold.minimal_harness.sandbox.base import Sandbox
+from unscaffold.minimal_harness.sandbox.result import ExecResult
 from unscaffold.minimal_harness.sandbox.watchdog import workspace_overflow
-from unscaffold.minimal_harness.tool import format_problem
+from unscaffold.minimal_harness.tool import TOOL_NAME, format_problem
 from unscaffold.minimal_harness.trajectory import ExitStatus, StepRecord, Trajectory, TrajectoryWriter, now_iso
 
 # Sees the visible transcript and the proposal; returns what will run (the proposal itself to pass).
@@ -64,8 +67,13 @@ class Agent:
         review_hook: ReviewHook = pass_through,
         save_path: Path | None = None,
         harness: Harness | None = None,
+        evidence: EvidenceRecorder | None = None,
     ) -> None:
+        """`evidence`: the sandbox's recorder; each `execute` command then adds a line to `evidence.jsonl`
+        beside `save_path`."""
         self.model, self.sandbox, self.traj = model, sandbox, trajectory
+        self.evidence = evidence
+        self.evidence_path = save_path.parent / EVIDENCE_FILE if save_path is not None else None
         self.harness = harness or MinimalHarness()
         self.config = config or AgentConfig()
         self.review_hook, self.save_path = review_hook, save_path
@@ -83,6 +91,8 @@ class Agent:
             *([m.model_copy() for m in opening] if opening else [Message(role="user", content=instruction)]),
         ]
         self.traj.opening_messages = len(self.traj.messages)
+        if self.evidence_path is not None:
+            reset_evidence(self.evidence_path)  # a trial run again starts its evidence over with its trajectory
         try:
             self.save()
             try:
@@ -147,15 +157,32 @@ class Agent:
         self.format_errors_in_row = 0
         call = response.tool_calls[0]
         t = time.monotonic()
-        record.command = call.arguments.get("command") if call.name == "execute" else None
+        record.command = call.arguments.get("command") if call.name == TOOL_NAME else None
+        recording = self.evidence is not None and record.command is not None
+        if recording:
+            self.evidence.begin()
         result = self.harness.run_call(call, self.sandbox, self.sandbox.config.timeout_s, self.traj.messages)
         record.exec_s, record.exit_code, record.timed_out = time.monotonic() - t, result.exit_code, result.timed_out
+        if recording:
+            self.record_evidence(record, result)
         observation = Message(role="tool", tool_call_id=call.id, name=call.name, content=result.observation())
         self.traj.messages.append(observation)
         self.save()
         overflow = workspace_overflow(Path(self.sandbox.config.workspace), self.sandbox.config.limits)
         if overflow:
             raise AgentExit("resource_limit", f"the trial was stopped: {overflow}")
+
+    def record_evidence(self, record: StepRecord, result: ExecResult) -> None:
+        """The command's evidence line; a recorder that fails leaves a line saying none was collected
+        (the detectors then read the command's text), never a failed trial."""
+        assert self.evidence is not None and self.evidence_path is not None and record.command is not None
+        step, command = len(self.traj.steps) - 1, record.command
+        try:
+            line = self.evidence.collect(step, record.message_index, command, result)
+        except Exception:
+            line = CommandEvidence(step=step, message_index=record.message_index, command=command,
+                                   exit_code=result.exit_code, timed_out=result.timed_out, recorder="none")
+        append_evidence(self.evidence_path, line)
 
     def on_format_error(self, response: AssistantResponse, record: StepRecord, problem: str) -> None:
         record.format_error = problem
