@@ -61,6 +61,15 @@ class Flow:
                 for target, value in zip(node.targets[0].elts, node.value.elts, strict=True):
                     if isinstance(target, ast.Name):
                         seen.setdefault(target.id, []).append(value)
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple) \
+                    and isinstance(node.value, ast.Subscript) and self.is_argv(node.value.value) and \
+                    isinstance(node.value.slice, ast.Slice):  # `src, dst, rng = sys.argv[1:4]`
+                lower = node.value.slice.lower
+                start = lower.value if isinstance(lower, ast.Constant) and isinstance(lower.value, int) else 0
+                for k, target in enumerate(node.targets[0].elts):
+                    if isinstance(target, ast.Name):
+                        seen.setdefault(target.id, []).append(ast.Subscript(value=node.value.value,
+                                                                            slice=ast.Constant(start + k)))
         out: dict[str, str] = {}
         for _ in range(3):
             for name, values in seen.items():
