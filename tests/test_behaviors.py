@@ -559,3 +559,27 @@ def test_components_sharing_a_detector_are_one_behaviour() -> None:
         "check:doc_first": DetectorSpec(description="doc first", predicate="doc_first")}
     assert behaviours(detectors) == {"tool:fetch_all_pages": ["tool:fetch_all_pages", "memory:first-page-only"],
                                      "check:doc": ["check:doc"], "check:doc_first": ["check:doc_first"]}
+
+
+def test_trials_the_detectors_cannot_read_are_noted_and_show_nothing(tmp_path: Path) -> None:
+    """A script that runs itself, a 5,000-term sum, a corrupt trajectory and a corrupt evidence file: the
+    table is still made, those trials show no behaviour, and the notes say why."""
+    cat, ls = "cat out.txt", "ls"
+    selfrun = ["cat > x.sh <<'EOF'\nbash x.sh\nEOF", "bash x.sh", cat]
+    deep = ["python3 -c 'x = " + "+".join(["1"] * 5000) + "; print(open(\"out.txt\").read())'"]
+    runs = {"base_h": hand_run(tmp_path / "h", "harbor", {t: [[ls]] for t in "abcd"}),
+            "base_hstar": hand_run(tmp_path / "hs", "harbor", {t: [[cat]] for t in "abcd"},
+                                   harness=str(HARBOR_BANK)),
+            "tuned": hand_run(tmp_path / "t", "harbor", {"a": [selfrun], "b": [deep], "c": [[cat]], "d": [[cat]]})}
+    (runs["tuned"] / "trials" / "c__0" / "trajectory.json").write_text("{not json")
+    (runs["tuned"] / "trials" / "d__0" / "evidence.jsonl").write_text("{not json\n")
+    table = recovery_json(runs, "--min-eligible", "2")
+    rows = {r["component"]: r for r in table["behaviors"]}
+    # a and d still show the file (the self-running script is cut, the rest read; d falls back to its text)
+    assert rows["tool:show_file"]["recovered_tasks"] == ["a", "d"]
+    notes = [n for n in table["notes"] if n.startswith("tuned:")]
+    assert len(notes) == 1 and notes[0].startswith("tuned: 4 thing(s) the detectors could not read, counted as not "
+                                                   "shown: a__0: scripts run within scripts deeper than 4 levels "
+                                                   "were not read; b__0: a program nested too deeply to parse "
+                                                   "(RecursionError) was not read; c__0: trajectory not read (")
+    assert notes[0].endswith("(and 1 more)")

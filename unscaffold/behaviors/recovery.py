@@ -131,10 +131,22 @@ def task_shows(run: RunRecord, detectors: dict[str, DetectorSpec], rule: Rule) -
         for component in detectors:
             votes[component][task] = []
         for trial in trials:
-            traj = run.trajectory(trial) if completed(trial) else None
+            if not completed(trial):
+                continue
+            try:
+                traj = run.trajectory(trial)
+            except (UnscaffoldError, ValueError, RecursionError, OSError) as e:  # one unreadable trial, not the table
+                votes_none(votes, task, notes, trial.trial_id, f"trajectory not read ({first_line(e)}); counted as "
+                           "showing no behaviour")
+                continue
             if traj is None:
                 continue
-            reading = read_trial(detectors, traj, run.evidence(trial))
+            try:
+                evidence = run.evidence(trial)
+            except (UnscaffoldError, ValueError, RecursionError, OSError) as e:
+                notes.append(f"{trial.trial_id}: evidence.jsonl not read ({first_line(e)}); read from the text")
+                evidence = None
+            reading = read_trial(detectors, traj, evidence)
             for component in detectors:
                 votes[component][task].append(reading.shows[component])
                 kinds[component][reading.kinds[component]] += 1
@@ -142,6 +154,18 @@ def task_shows(run: RunRecord, detectors: dict[str, DetectorSpec], rule: Rule) -
     shows = {c: {task for task, v in by_task.items() if v and (any(v) if rule == "any" else 2 * sum(v) > len(v))}
              for c, by_task in votes.items()}
     return RunReading(shows=shows, kinds={c: dict(k) for c, k in kinds.items()}, notes=notes)
+
+
+def first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0][:200]}" if text else type(error).__name__
+
+
+def votes_none(votes: dict[str, dict[str, list[bool]]], task: str, notes: list[str], trial_id: str, why: str) -> None:
+    """A completed trial whose trajectory cannot be read votes "not shown" for every behaviour, and is noted."""
+    for by_task in votes.values():
+        by_task[task].append(False)
+    notes.append(f"{trial_id}: {why}")
 
 
 def behaviours(detectors: dict[str, DetectorSpec]) -> dict[str, list[str]]:
