@@ -128,7 +128,9 @@ def test_recovery_table_from_real_runs(runs: dict[str, Path]) -> None:
         assert (rows[component]["eligible"], rows[component]["recovered"], rows[component]["rate"]) == (3, 2, 66.6667)
         assert rows[component]["eligible_tasks"] == TASKS and rows[component]["recovered_tasks"] == TASKS[:2]
         assert rows[component]["shown"] == {"base_h": 0, "base_hstar": 3, "tuned": 2}
-        assert rows[component]["decided_by"] == {"text": 9}  # runs recorded without evidence.jsonl
+        # base + h and tuned ran commands, recorded in evidence.jsonl; base + h* made only tool calls (no evidence)
+        assert rows[component]["decided_by"] == ({"evidence": 6, "text": 3} if component in (
+            "check:answer_validated", "check:answer_valid") else {"text": 9})
     assert (rows[FORWARD[0]]["eligible"], rows[FORWARD[0]]["recovered"], rows[FORWARD[0]]["rate"]) == (2, 1, 50.0)
     # the h* checking tool writes only after its check; the tuned student compared elements before writing
     justified = rows["check:justified_write"]
