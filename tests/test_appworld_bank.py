@@ -283,3 +283,20 @@ def test_middleware_hints_fire_under_the_official_opening_when_the_student_omits
     assert [h.component_id for h in triggered(k.middleware, opening + own, proposal(SUBMIT))] == [
         "check:read_back_writes"]
     assert triggered(k.middleware, opening + own, proposal(None)) == []
+
+
+def test_the_review_hook_skips_the_opening_it_is_told_of(tmp_path: Path) -> None:
+    """The trial passes the hook the trajectory's opening length: the hints the worked example would silence
+    reach the reviewer's log."""
+    from unscaffold.benchmarks.appworld_lite.opening import LITE_DEMO, build_opening
+    from unscaffold.reviewer import ReviewHook, load_reviewer
+
+    opening = [Message(role="system", content="system"),
+               *build_opening(LITE_DEMO, "How many notes?", {"first_name": "A", "last_name": "B", "email": "a@b.c",
+                                                             "phone_number": "1"}, [{"name": "notes"}])]
+    own = transcript(["python3 -c 'from apis import apis; print(apis.notes.show_notes(access_token=t))'"])[1:]
+    hook = ReviewHook(load_reviewer("passthrough").for_trial("t"), load_k(SHIPPED_K), 5, tmp_path / "reviews.jsonl",
+                      "t-0", "t", opening=lambda: len(opening))
+    hook(opening + own, proposal(None))
+    [line] = [json.loads(x) for x in (tmp_path / "reviews.jsonl").read_text().splitlines()]
+    assert [h["component_id"] for h in line["hints"]] == ["check:complete_before_finish"]
