@@ -233,6 +233,27 @@ def e_answer_canonical_last(view: View, p: dict[str, Any]) -> bool:
     return bool(content and content.strip()) and (content.strip() in made or all(p in made for p in _parts(content)))
 
 
-EVIDENCE: dict[str, Predicate] = {"answer_written": e_answer_written,
+RUN_REACTANTS = r"\.ChemicalReaction\.RunReactants$"
+
+
+def _template_runs(view: View) -> list[tuple[EPos, int]]:
+    """(where, how many reactants) of each template run that returned, in commands that had not failed."""
+    return [(at, len(c.args[0])) for at, c in ev.calls(view, RUN_REACTANTS) if c.args and isinstance(c.args[0], list)]
+
+
+def e_forward_checked(view: View, p: dict[str, Any]) -> bool:
+    """A template ran forwards: two or more reactants in (or the forward-checking tool)."""
+    return bool(ev.tool_calls(view, {"forward_check"})) or any(n >= 2 for _, n in _template_runs(view))
+
+
+def e_candidates_listed(view: View, p: dict[str, Any]) -> bool:
+    """Templates ran on one molecule, the product, to list precursors (or the listing tool). rdchiral is not
+    recorded, so its calls are still read from the programs' text."""
+    return bool(ev.tool_calls(view, {"retro_candidates"})) or any(n == 1 for _, n in _template_runs(view)) or bool(
+        calls_of(view, {"rdchiralRun"}))
+
+
+EVIDENCE: dict[str, Predicate] = {"forward_checked": e_forward_checked, "candidates_listed": e_candidates_listed,
+                                  "answer_written": e_answer_written,
                                   "answer_parsed_after_write": e_answer_parsed_after_write,
                                   "answer_canonical_last": e_answer_canonical_last}
