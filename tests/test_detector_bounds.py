@@ -92,3 +92,13 @@ def test_a_check_that_never_ran_shows_nothing(command: str) -> None:
 def test_timeout_zero_sets_no_limit() -> None:
     assert read_trial(RETRO, trajectory("timeout 0 python3 -c 'print(1)'")).shows["check:bounded_commands"] is False
     assert read_trial(RETRO, trajectory("timeout 30 python3 -c 'print(1)'")).shows["check:bounded_commands"] is True
+
+
+def test_what_decides_each_behaviour_is_said_even_when_the_bound_cuts_the_reading() -> None:
+    from unscaffold.minimal_harness.evidence import CommandEvidence
+
+    evidence = [CommandEvidence(step=0, message_index=1, command=WRITE, exit_code=0, recorder="python-audit")]
+    reading = read_trial(RETRO, trajectory(WRITE), evidence, seconds=0)
+    assert (reading.kinds["check:answer_valid"], reading.kinds["check:bounded_commands"]) == ("evidence", "text")
+    unrecorded = [evidence[0].model_copy(update={"recorder": "none"})]
+    assert set(read_trial(RETRO, trajectory(WRITE), unrecorded).kinds.values()) == {"text"}

@@ -72,11 +72,13 @@ class DetectorSpec(BaseModel):
 def student_actions(traj: Trajectory) -> list[tuple[str, str]]:
     """(tool name, text) for every call the student made: an execute's command, else name + arguments. A
     worked example in the suite's opening is not the student's."""
+    from unscaffold.behaviors.program import MAX_COMMAND_CHARS
+
     out = []
     for call in assistant_calls(traj.messages[traj.opening_messages:]):
         command = command_of(call)
-        if command is not None:
-            out.append(("execute", command))
+        if command is not None:  # a command past the bound is not read (it shows nothing)
+            out.append(("execute", command if len(command) <= MAX_COMMAND_CHARS else ""))
         else:
             args = call.arguments
             text = json.dumps(args, sort_keys=True) if isinstance(args, dict) else str(args)
@@ -184,7 +186,11 @@ def read_trial(detectors: dict[str, DetectorSpec], traj: Trajectory, evidence: l
     from unscaffold.behaviors.program import TRIAL_SECONDS, AnalysisTimeout, time_bound
 
     shows: dict[str, bool] = dict.fromkeys(detectors, False)
-    kinds: dict[str, Kind] = dict.fromkeys(detectors, "evidence" if usable(evidence) is not None else "text")
+    from unscaffold.behaviors.predicate_table import EVIDENCE_PREDICATES
+
+    recorded = usable(evidence) is not None
+    kinds: dict[str, Kind] = {c: "evidence" if recorded and s.predicate in EVIDENCE_PREDICATES else "text"
+                              for c, s in detectors.items()}
     notes: list[str] = []
     views: dict[int, Any] = {}
     try:
