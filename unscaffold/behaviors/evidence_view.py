@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from unscaffold.behaviors.predicates import View
+from unscaffold.behaviors.program import check_time
 from unscaffold.minimal_harness.evidence import CallEvent, CommandEvidence, Event, ExecEvent, OpenEvent, WriteCloseEvent
 
 EPos = tuple[int, int]  # message index of the turn, seq of the event in its command (-1: an h* tool call)
@@ -29,9 +30,20 @@ class Recorded:
     counts: bool  # the command had not failed before it
 
 
+@dataclass
+class Index:
+    """One trial's events, worked out once per view (every evidence form of a bank reads them): counted calls
+    by name, writes by path, counted program starts."""
+
+    calls: dict[str, list[tuple[EPos, CallEvent]]]
+    writes: dict[str, list[tuple[EPos, str | None]]]
+    execs: list[tuple[EPos, list[str]]]
+
+
 def events(view: View) -> Iterator[Recorded]:
     """Every recorded event of the trial in order, each saying whether it counts."""
     for command in sorted(view.evidence or [], key=lambda c: c.message_index):
+        check_time()
         failed = False
         for event in sorted(command.events, key=lambda e: e.seq):
             yield Recorded((command.message_index, event.seq), event, command, not failed)
@@ -39,28 +51,41 @@ def events(view: View) -> Iterator[Recorded]:
                 failed = True
 
 
+def index(view: View) -> Index:
+    cached = view.__dict__.get("_evidence_index")
+    if isinstance(cached, Index):
+        return cached
+    out = Index(calls={}, writes={}, execs=[])
+    for r in events(view):
+        e = r.event
+        if isinstance(e, CallEvent) and r.counts:
+            out.calls.setdefault(e.name, []).append((r.at, e))
+        elif isinstance(e, WriteCloseEvent):
+            out.writes.setdefault(e.path, []).append((r.at, e.content))
+        elif isinstance(e, OpenEvent) and e.mode != "r" and e.inside_workspace:
+            out.writes.setdefault(e.path, []).append((r.at, None))
+        elif isinstance(e, ExecEvent) and r.counts and e.argv:
+            out.execs.append((r.at, e.argv))
+    view.__dict__["_evidence_index"] = out
+    return out
+
+
 def calls(view: View, name: str, *, ok: bool = True) -> list[tuple[EPos, CallEvent]]:
     """Counted calls whose recorded name matches the regular expression `name`; `ok`: returned, not raised."""
-    return [(r.at, r.event) for r in events(view) if isinstance(r.event, CallEvent) and r.counts and
-            re.search(name, r.event.name) and (r.event.ok or not ok)]
+    found = [c for called, cs in index(view).calls.items() if re.search(name, called) for c in cs
+             if c[1].ok or not ok]
+    return sorted(found, key=lambda c: c[0])
 
 
 def writes(view: View, path: str) -> list[tuple[EPos, str | None]]:
     """(where, content afterwards when recorded) for each write of a workspace file matching `path`."""
-    out: list[tuple[EPos, str | None]] = []
-    for r in events(view):
-        e = r.event
-        if isinstance(e, WriteCloseEvent) and re.search(path, e.path):
-            out.append((r.at, e.content))
-        elif isinstance(e, OpenEvent) and e.mode != "r" and e.inside_workspace and re.search(path, e.path):
-            out.append((r.at, None))
-    return out
+    return sorted((w for written, ws in index(view).writes.items() if re.search(path, written) for w in ws),
+                  key=lambda w: w[0])
 
 
 def execs(view: View, programs: set[str]) -> list[tuple[EPos, list[str]]]:
     """Counted starts of these programs (by basename), with their arguments."""
-    return [(r.at, r.event.argv) for r in events(view) if isinstance(r.event, ExecEvent) and r.counts and
-            r.event.argv and r.event.argv[0].rsplit("/", 1)[-1] in programs]
+    return [(at, argv) for at, argv in index(view).execs if argv[0].rsplit("/", 1)[-1] in programs]
 
 
 def tool_calls(view: View, names: set[str], arguments: str | None = None) -> list[tuple[EPos, dict]]:

@@ -73,7 +73,8 @@ def p_read_back(view: View, p: dict[str, Any]) -> bool:
     writes = [w for w, path, _, _ in calls if WRITE_API.match(path)]
     last = max(writes) if writes else (-1, 0, 0, 0)
     reads = [w for w, path, _, _ in calls if READ_API.match(path)] + tool_steps(view, ["read_back"])
-    return any(last < r < submitted(view) for r in reads)
+    end = submitted(view)
+    return any(last < r < end for r in reads)
 
 
 def p_completed(view: View, p: dict[str, Any]) -> bool:
@@ -157,7 +158,8 @@ def e_read_back(view: View, p: dict[str, Any]) -> bool:
     writes = [at for at, _ in ev.calls(view, E_WRITE)]
     last = max(writes, default=(-1, -1))
     reads = [at for at, _ in ev.calls(view, E_READ)] + [at for at, _ in ev.tool_calls(view, {"read_back"})]
-    return any(last < at < e_submitted(view) for at in reads)
+    end = e_submitted(view)
+    return any(last < at < end for at in reads)
 
 
 def e_completed(view: View, p: dict[str, Any]) -> bool:
