@@ -102,3 +102,21 @@ def test_what_decides_each_behaviour_is_said_even_when_the_bound_cuts_the_readin
     assert (reading.kinds["check:answer_valid"], reading.kinds["check:bounded_commands"]) == ("evidence", "text")
     unrecorded = [evidence[0].model_copy(update={"recorder": "none"})]
     assert set(read_trial(RETRO, trajectory(WRITE), unrecorded).kinds.values()) == {"text"}
+
+
+def test_shell_writes_come_from_the_text_when_the_recorder_could_not_see_them() -> None:
+    """Under docker only Python is recorded (no preload library): `echo ... > answer.txt` is taken from the
+    command's text, so a later RDKit parse of that content is still after the last write."""
+    from unscaffold.minimal_harness.evidence import CommandEvidence
+
+    parse = {"kind": "call", "seq": 1, "name": "rdkit.Chem.MolFromSmiles", "args": ["CCO"], "ok": True,
+             "result": "<rdkit.Chem.rdchem.Mol>"}
+    evidence = [CommandEvidence(step=0, message_index=1, command=WRITE, exit_code=0, recorder="python-audit"),
+                CommandEvidence.model_validate({"step": 1, "message_index": 3, "command": CHECK, "exit_code": 0,
+                                                "recorder": "python-audit", "events": [parse]})]
+    reading = read_trial(RETRO, trajectory(WRITE, CHECK), evidence)
+    assert (reading.shows["check:answer_valid"], reading.kinds["check:answer_valid"]) == (True, "evidence")
+    later = read_trial(RETRO, trajectory(CHECK, "echo CCN > answer.txt"), [
+        evidence[1].model_copy(update={"step": 0, "message_index": 1, "command": CHECK}),
+        evidence[0].model_copy(update={"step": 1, "message_index": 3, "command": "echo CCN > answer.txt"})])
+    assert later.shows["check:answer_valid"] is False  # the shell rewrote the answer after the parse

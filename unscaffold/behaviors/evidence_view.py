@@ -66,8 +66,21 @@ def index(view: View) -> Index:
             out.writes.setdefault(e.path, []).append((r.at, None))
         elif isinstance(e, ExecEvent) and r.counts and e.argv:
             out.execs.append((r.at, e.argv))
+    _shell_writes_from_text(view, out)
     view.__dict__["_evidence_index"] = out
     return out
+
+
+def _shell_writes_from_text(view: View, out: Index) -> None:
+    """A command recorded without the preload library (`python-audit` alone, as under docker) has its Python
+    recorded but not what the shell and other programs wrote: those writes are taken from the command's text,
+    placed at the start of the command (`echo X > answer.txt && python3 check.py` keeps its order)."""
+    shell_blind = {c.message_index for c in view.evidence or [] if "ldpreload" not in c.recorder}
+    for step in view.steps:
+        if step.message_index in shell_blind:
+            for e in step.files:
+                if e.kind == "write" and not e.path.startswith("/"):
+                    out.writes.setdefault(e.path.removeprefix("./"), []).append(((step.message_index, -1), e.content))
 
 
 def calls(view: View, name: str, *, ok: bool = True) -> list[tuple[EPos, CallEvent]]:
