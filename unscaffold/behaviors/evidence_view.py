@@ -19,7 +19,6 @@ from unscaffold.behaviors.program import check_time
 from unscaffold.minimal_harness.evidence import CallEvent, CommandEvidence, Event, ExecEvent, OpenEvent, WriteCloseEvent
 
 EPos = tuple[int, int]  # message index of the turn, seq of the event in its command (-1: an h* tool call)
-NONE = (-1, -1)
 
 
 @dataclass
