@@ -25,7 +25,7 @@ from unscaffold.knowledge.bank import load_bank
 from unscaffold.knowledge.compiler import compile_k, lint_k
 from unscaffold.knowledge.kfolder import load_k
 from unscaffold.knowledge.middleware import triggered
-from unscaffold.llm.types import AssistantResponse, Message, ToolCall
+from unscaffold.llm.types import AssistantResponse, Message, ToolCall, assistant_calls, command_of
 from unscaffold.minimal_harness.trajectory import Trajectory
 
 HERE = Path(__file__).resolve().parent.parent / "unscaffold" / "benchmarks" / "appworld_lite"
@@ -261,3 +261,42 @@ def test_student_under_hstar_is_stopped_at_a_first_page_submit(tmp_path: Path, w
     assert "[14 items from 3 full or partial pages; page_index=3 came back empty]" in results[2]
     assert results[3] == "\n[exit_code=0]"
     assert summary.per_task == {task.id: 1.0}
+
+
+def test_middleware_hints_fire_under_the_official_opening_when_the_student_omits_the_step() -> None:
+    """The opening's worked example pages to an empty page and calls complete_task: those calls are the suite's,
+    not the student's, so a student that never pages or submits still gets both hints."""
+    from unscaffold.benchmarks.appworld_lite.opening import LITE_DEMO, build_opening
+
+    opening = [Message(role="system", content="system"),
+               *build_opening(LITE_DEMO, "How many notes?", {"first_name": "A", "last_name": "B", "email": "a@b.c",
+                                                             "phone_number": "1"}, [{"name": "notes"}])]
+    demo = " ".join(c for call in assistant_calls(opening) if (c := command_of(call)))
+    assert "page_index=" in demo and "complete_task(" in demo
+    own = transcript(["python3 -c 'from apis import apis; print(apis.notes.show_notes(access_token=t))'"])[1:]
+    k = load_k(SHIPPED_K)
+    fire = [h.component_id for h in triggered(k.middleware, opening + own, proposal(SUBMIT), len(opening))]
+    assert fire == ["check:read_back_writes", "check:all_pages_read"]
+    assert [h.component_id for h in triggered(k.middleware, opening + own, proposal(None), len(opening))] == [
+        "check:complete_before_finish"]
+    # counting the worked example as the student's (the opening not skipped) silences them: the old behaviour
+    assert [h.component_id for h in triggered(k.middleware, opening + own, proposal(SUBMIT))] == [
+        "check:read_back_writes"]
+    assert triggered(k.middleware, opening + own, proposal(None)) == []
+
+
+def test_the_review_hook_skips_the_opening_it_is_told_of(tmp_path: Path) -> None:
+    """The trial passes the hook the trajectory's opening length: the hints the worked example would silence
+    reach the reviewer's log."""
+    from unscaffold.benchmarks.appworld_lite.opening import LITE_DEMO, build_opening
+    from unscaffold.reviewer import ReviewHook, load_reviewer
+
+    opening = [Message(role="system", content="system"),
+               *build_opening(LITE_DEMO, "How many notes?", {"first_name": "A", "last_name": "B", "email": "a@b.c",
+                                                             "phone_number": "1"}, [{"name": "notes"}])]
+    own = transcript(["python3 -c 'from apis import apis; print(apis.notes.show_notes(access_token=t))'"])[1:]
+    hook = ReviewHook(load_reviewer("passthrough").for_trial("t"), load_k(SHIPPED_K), 5, tmp_path / "reviews.jsonl",
+                      "t-0", "t", opening=lambda: len(opening))
+    hook(opening + own, proposal(None))
+    [line] = [json.loads(x) for x in (tmp_path / "reviews.jsonl").read_text().splitlines()]
+    assert [h["component_id"] for h in line["hints"]] == ["check:complete_before_finish"]

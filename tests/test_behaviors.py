@@ -119,24 +119,30 @@ def recovery_json(runs: dict[str, Path], *extra: str, tuned: str = "tuned") -> d
 def test_recovery_table_from_real_runs(runs: dict[str, Path]) -> None:
     table = recovery_json(runs, "--min-eligible", "2")
     rows = {r["component"]: r for r in table["behaviors"]}
-    assert sorted(rows) == sorted(FAMILY + FORWARD + ["check:justified_write"])
-    for component in FAMILY:
+    # components sharing a detector are one behaviour, one row: the tool and the skill teaching it
+    family = [c for c in FAMILY if c != "skill:filter-candidates"]
+    assert sorted(rows) == sorted([*family, FORWARD[0], "check:justified_write"])
+    assert rows["tool:check_reactants"]["components"] == ["tool:check_reactants", "skill:filter-candidates"]
+    assert rows["tool:forward_check"]["components"] == FORWARD
+    for component in family:
         assert (rows[component]["eligible"], rows[component]["recovered"], rows[component]["rate"]) == (3, 2, 66.6667)
         assert rows[component]["eligible_tasks"] == TASKS and rows[component]["recovered_tasks"] == TASKS[:2]
         assert rows[component]["shown"] == {"base_h": 0, "base_hstar": 3, "tuned": 2}
-    for component in FORWARD:
-        assert (rows[component]["eligible"], rows[component]["recovered"], rows[component]["rate"]) == (2, 1, 50.0)
+        # base + h and tuned ran commands, recorded in evidence.jsonl; base + h* made only tool calls (no evidence)
+        assert rows[component]["decided_by"] == ({"evidence": 6, "text": 3} if component in (
+            "check:answer_validated", "check:answer_valid") else {"text": 9})
+    assert (rows[FORWARD[0]]["eligible"], rows[FORWARD[0]]["recovered"], rows[FORWARD[0]]["rate"]) == (2, 1, 50.0)
     # the h* checking tool writes only after its check; the tuned student compared elements before writing
     justified = rows["check:justified_write"]
     assert (justified["eligible_tasks"], justified["recovered_tasks"], justified["rate"]) == (TASKS, TASKS[:2],
                                                                                                  66.6667)
-    assert table["mean"] == 63.6364  # (9 x 66.6667 + 2 x 50) / 11
+    assert table["mean"] == 64.8148  # (8 x 66.6667 + 50) / 9 distinct behaviours
     dropped = {r["component"]: r for r in table["dropped"]}
     assert dropped["check:stall"]["shown"] == {"base_h": 3, "base_hstar": 3, "tuned": 3}  # h already shows it
     assert dropped["check:stall"]["eligible"] == 0 and dropped["check:stall"]["rate"] is None
-    assert len(dropped) == 18 - 11
+    assert len(dropped) == 15 - 9  # 18 components, 15 distinct behaviours
     # the tuned forward check ran a template on the reactants, which lists no precursors of the product
-    assert dropped["skill:enumerate-candidates"]["shown"] == {"base_h": 0, "base_hstar": 0, "tuned": 0}
+    assert dropped["tool:retro_candidates"]["shown"] == {"base_h": 0, "base_hstar": 0, "tuned": 0}
     assert "published" not in table  # a pooled figure over three domains: shown beside a pooled mean only
     assert (table["excluded"], table["excluded_by_run"]) == ([], {})
     assert (table["rule"], table["min_eligible"], table["n_tasks"], table["suite"]) == ("any", 2, 3, "retrosynthesis")
@@ -145,7 +151,7 @@ def test_recovery_table_from_real_runs(runs: dict[str, Path]) -> None:
                               f"/base_h.json under h, replay:{runs['base_h'].parent.parent}/base_hstar.json under h*)"]
     published_minimum = recovery_json(runs)  # 10 eligible tasks, as published: three tasks drop them all
     assert (published_minimum["behaviors"], published_minimum["mean"]) == ([], None)
-    assert len(published_minimum["dropped"]) == 18
+    assert len(published_minimum["dropped"]) == 15
 
 
 @needs_bwrap
@@ -155,14 +161,14 @@ def test_recovery_terminal_table_and_page(runs: dict[str, Path], tmp_path: Path)
                     runs["tuned"], "--min-eligible", "2", "--out", page)
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())  # sentences wrap at the terminal's width
-    assert "mean recovery (retrosynthesis): 63.6% over 11 behaviour(s) with at least 2 eligible task(s)" in text
+    assert "mean recovery (retrosynthesis): 64.8% over 9 behaviour(s) with at least 2 eligible task(s)" in text
     assert "82.3" not in result.output and "excluded" not in result.output
     assert "rule: a task shows a behaviour when any of its trials does (any)" in text
     html = page.read_text()
     assert not re.search(r"""(?:src|href)=["']https?://""", html)
-    assert html.count("<tr>") == 1 + 11 + 1 + 7  # header + kept, header + dropped
-    assert html.count('width="173.3"') == 9 and html.count('width="130.0"') == 2  # 66.67% and 50% of 260 px
-    assert "<b>63.6%</b>" in html and "82.3" not in html
+    assert html.count("<tr>") == 1 + 9 + 1 + 6  # header + kept, header + dropped
+    assert html.count('width="173.3"') == 8 and html.count('width="130.0"') == 1  # 66.67% and 50% of 260 px
+    assert "<b>64.8%</b>" in html and "82.3" not in html
 
 
 @needs_bwrap
@@ -217,7 +223,7 @@ def test_compare_scores_pairs_and_recovery(runs: dict[str, Path], tmp_path: Path
     assert (vs["better"], vs["worse"], vs["same"], vs["diff"]["value"]) == (1, 0, 2, 33.3333)
     assert [r["cost"]["student_calls"] for r in cmp["runs"]] == [6, 8, 7]
     assert [r["cost"]["training_steps"] for r in cmp["runs"]] == [None, None, None]
-    assert len(cmp["recovery"]) == 1 and cmp["recovery"][0]["mean"] == 63.6364
+    assert len(cmp["recovery"]) == 1 and cmp["recovery"][0]["mean"] == 64.8148
     assert cmp["recovery"][0]["runs"]["tuned"] == str(distilled)
     again = invoke("compare", runs["base_h"], runs["base_hstar"], distilled, "--min-eligible", "2", "--json")
     assert again.stdout == result.stdout  # the bootstrap is seeded
@@ -510,18 +516,18 @@ def test_several_suites_give_per_suite_and_pooled_means(tmp_path: Path) -> None:
     assert [t["suite"] for t in report["suites"]] == ["harbor", "appworld_lite"]
     apps_rows = {r["component"]: (r["eligible"], r["recovered"]) for r in report["suites"][1]["behaviors"]}
     # the doc came first on x only; on z the tuned student looked it up after the app call
-    assert apps_rows == {"tool:api_doc": (3, 1), "skill:app-workflow": (3, 1), "check:doc_after_error": (3, 2),
-                         "memory:wrong-parameter-names": (3, 2)}
+    # the tool and the skill teaching doc-first share one detector: one behaviour (likewise the two doc checks)
+    assert apps_rows == {"tool:api_doc": (3, 1), "check:doc_after_error": (3, 2)}
     assert report["suite_means"] == {"harbor": 66.6667, "appworld_lite": 50.0}
-    # the pooled mean is over the 6 kept behaviours, not a mean of the two suite means
-    assert (report["behaviors"], report["mean"], report["excluded"]) == (6, 55.5556, 2)
+    # the pooled mean is over the 4 kept behaviours, not a mean of the two suite means
+    assert (report["behaviors"], report["mean"], report["excluded"]) == (4, 58.3334, 2)
     assert report["published"]["mean"] == 82.3 and report["published"]["per_domain"] == {
         "SpreadsheetBench": 18, "USPTO": 6, "AppWorld": 4}
     assert all("published" not in t for t in report["suites"])
     text = " ".join(invoke(*args).output.split())
     assert "mean recovery (harbor): 66.7% over 2 behaviour(s)" in text
-    assert "mean recovery (appworld_lite): 50.0% over 4 behaviour(s)" in text
-    assert ("pooled mean recovery (2 suites): 55.6% over 6 behaviour(s); published: 82.3% (Harness-Zero, behaviour "
+    assert "mean recovery (appworld_lite): 50.0% over 2 behaviour(s)" in text
+    assert ("pooled mean recovery (2 suites): 58.3% over 4 behaviour(s); published: 82.3% (Harness-Zero, behaviour "
             "recovery of distilled Qwen3.5-9B + h, 28 behaviours: 18 SpreadsheetBench, 6 USPTO, 4 AppWorld)") in text
     assert text.count("82.3") == 1
     page = tmp_path / "pooled.html"
@@ -543,3 +549,39 @@ def test_several_suites_need_one_run_of_each_role(tmp_path: Path) -> None:
                     runs["base_hstar"], "--tuned", runs["tuned"])
     assert result.output == (f"error: --base-h {runs['tuned']}: a second run of suite 'harbor' (the first is "
                              f"{runs['base_h']}); give one run per role per suite\n")
+
+
+def test_components_sharing_a_detector_are_one_behaviour() -> None:
+    from unscaffold.behaviors.detector import DetectorSpec
+    from unscaffold.behaviors.recovery import behaviours
+
+    pages = DetectorSpec(description="every page read", predicate="pages_read")
+    detectors = {"tool:fetch_all_pages": pages, "memory:first-page-only": pages.model_copy(update={
+        "description": "told in other words"}), "check:doc": DetectorSpec(description="doc", predicate="doc_read"),
+        "check:doc_first": DetectorSpec(description="doc first", predicate="doc_first")}
+    assert behaviours(detectors) == {"tool:fetch_all_pages": ["tool:fetch_all_pages", "memory:first-page-only"],
+                                     "check:doc": ["check:doc"], "check:doc_first": ["check:doc_first"]}
+
+
+def test_trials_the_detectors_cannot_read_are_noted_and_show_nothing(tmp_path: Path) -> None:
+    """A script that runs itself, a 5,000-term sum, a corrupt trajectory and a corrupt evidence file: the
+    table is still made, those trials show no behaviour, and the notes say why."""
+    cat, ls = "cat out.txt", "ls"
+    selfrun = ["cat > x.sh <<'EOF'\nbash x.sh\nEOF", "bash x.sh", cat]
+    deep = ["python3 -c 'x = " + "+".join(["1"] * 5000) + "; print(open(\"out.txt\").read())'"]
+    runs = {"base_h": hand_run(tmp_path / "h", "harbor", {t: [[ls]] for t in "abcd"}),
+            "base_hstar": hand_run(tmp_path / "hs", "harbor", {t: [[cat]] for t in "abcd"},
+                                   harness=str(HARBOR_BANK)),
+            "tuned": hand_run(tmp_path / "t", "harbor", {"a": [selfrun], "b": [deep], "c": [[cat]], "d": [[cat]]})}
+    (runs["tuned"] / "trials" / "c__0" / "trajectory.json").write_text("{not json")
+    (runs["tuned"] / "trials" / "d__0" / "evidence.jsonl").write_text("{not json\n")
+    table = recovery_json(runs, "--min-eligible", "2")
+    rows = {r["component"]: r for r in table["behaviors"]}
+    # a and d still show the file (the self-running script is cut, the rest read; d falls back to its text)
+    assert rows["tool:show_file"]["recovered_tasks"] == ["a", "d"]
+    notes = [n for n in table["notes"] if n.startswith("tuned:")]
+    assert len(notes) == 1 and notes[0].startswith("tuned: 4 thing(s) the detectors could not read, counted as not "
+                                                   "shown: a__0: scripts run within scripts deeper than 4 levels "
+                                                   "were not read; b__0: a program nested too deeply to parse "
+                                                   "(RecursionError) was not read; c__0: trajectory not read (")
+    assert notes[0].endswith("(and 1 more)")

@@ -48,8 +48,25 @@ def test_detectors_pass_their_cases(bank: str) -> None:
     detectors = load_bank(BANKS[bank]).detectors()
     cases = load_cases(BANKS[bank])
     wrong = [f"{c.component} {'missed' if c.shows else 'fired on'}: {c.why}" for c in cases.cases
-             if detect(detectors[c.component], cases.trajectory(c)) is not c.shows]
+             if detect(detectors[c.component], cases.trajectory(c), evidence=cases.evidence(c)) is not c.shows]
     assert wrong == []
+
+
+@pytest.mark.parametrize("bank", sorted(BANKS))
+def test_recorded_cases_are_decided_by_their_evidence(bank: str) -> None:
+    """A case run for real is decided by what its commands were recorded doing wherever the detector has an
+    evidence form; its exit statuses are the real ones (not all 0)."""
+    from unscaffold.behaviors.detector import detect_how
+    from unscaffold.behaviors.predicate_table import EVIDENCE_PREDICATES
+
+    detectors = load_bank(BANKS[bank]).detectors()
+    cases = load_cases(BANKS[bank])
+    recorded = [c for c in cases.cases if c.task is not None]
+    kinds = {detect_how(detectors[c.component], cases.trajectory(c), evidence=cases.evidence(c))[1] for c in recorded
+             if detectors[c.component].predicate in EVIDENCE_PREDICATES}
+    assert kinds <= {"evidence"}
+    statuses = {s.exit_code for c in recorded for s in cases.recorded(c).steps}  # type: ignore[union-attr]
+    assert not recorded or statuses - {0}, "no recorded case has a failing command"
 
 
 def test_commands_are_read_for_what_they_run() -> None:

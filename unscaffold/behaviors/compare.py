@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from unscaffold.behaviors.labels import RunLabel
-from unscaffold.behaviors.recovery import RecoveryTable, Rule, Shows, check_roles, recovery_table
+from unscaffold.behaviors.recovery import RecoveryTable, Rule, RunReading, check_roles, recovery_table
 from unscaffold.behaviors.runs import RunRecord, check_comparable
 from unscaffold.behaviors.stats import SAMPLES, Interval, Paired, bootstrap, paired
 from unscaffold.behaviors.taught import Taught
@@ -189,7 +189,7 @@ def add_recovery(runs: list[RunRecord], labels: list[RunLabel], *, rule: Rule, m
         return [], (f"behaviour recovery needs one base + h run, one base + h* run and a trained model under h; "
                     f"found {len(base_h)}, {len(base_hstar)} and {len(tuned)}")
     notes = check_roles(base_h[0], base_hstar[0], tuned)
-    cache: dict[str, Shows] = {}
+    cache: dict[str, RunReading] = {}
     tables = [recovery_table(base_h[0], base_hstar[0], t, rule=rule, min_eligible=min_eligible, bank=bank,
                              notes=notes, cache=cache, taught=taught if kinds[t.name] == "distilled" else None)
               for t in tuned]

@@ -74,14 +74,15 @@ def recovery_section(table: RecoveryTable, heading: str = "h2") -> str:
     cards = [(f"mean recovery ({table.suite})", ours), ("behaviours kept", str(len(table.behaviors))),
              ("dropped", str(len(table.dropped))), ("tasks excluded (no completed trial)", str(len(table.excluded)))]
     dropped = (f"<h3>Dropped: fewer than {table.min_eligible} eligible tasks</h3>"
-               f"{grid_html(tables.behavior_grid(table.dropped))}" if table.dropped else "")
+               f"{grid_html(tables.behavior_grid(table.dropped), numeric_from=3)}" if table.dropped else "")
     notes = "".join(f'<div class="muted">note: {escape(n)}</div>' for n in table.notes)
     return (f'<{heading}>Behaviour recovery: {escape(table.runs["tuned"])}</{heading}>'
             f'<div class="muted">base + h {escape(table.runs["base_h"])} · base + h* {escape(table.runs["base_hstar"])}'
             f" · bank {escape(table.bank)} · {table.n_tasks} tasks</div>"
             f'<div class="cards">{"".join(card_html(k, v) for k, v in cards)}</div>'
             f"<p>{ELIGIBILITY}</p><p class=muted>{'<br>'.join(escape(line) for line in tables.mean_lines(table))}</p>"
-            f'<div class="plots">{chart}</div>{grid_html(tables.behavior_grid(table.behaviors))}{dropped}{notes}')
+            f'<div class="plots">{chart}</div>{grid_html(tables.behavior_grid(table.behaviors), numeric_from=3)}'
+            f"{dropped}{notes}")
 
 
 def recovery_page(table: RecoveryTable | PooledRecovery) -> str:

@@ -24,3 +24,8 @@ def _merged() -> dict[str, Predicate]:
 
 
 PREDICATES: dict[str, Predicate] = _merged()
+# The same behaviours judged from recorded evidence (what the commands did, in order, with which outcome),
+# where a suite gives an evidence form; the others are read from the commands' text alike with or without it.
+EVIDENCE_PREDICATES: dict[str, Predicate] = {name: p for table in (
+    retrosynthesis.EVIDENCE, app_worlds.EVIDENCE, spreadsheet.EVIDENCE, workspace_files.EVIDENCE) for name, p in
+    table.items()}

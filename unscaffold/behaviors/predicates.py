@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from unscaffold.behaviors.program import Program, Step
+from unscaffold.behaviors.program import Program, Step, parse_python
 from unscaffold.behaviors.pyflow import Flow
+from unscaffold.minimal_harness.evidence import CommandEvidence
 
 Pos = tuple[int, int, int, int]  # step, event order in the step, line, column
 Predicate = Callable[["View", dict[str, Any]], bool]  # shows the behaviour in these steps, with these params
@@ -39,6 +40,7 @@ class View:
     """The steps of one trajectory, with each program's flow analysis and the file contents it could know."""
 
     steps: list[Step]
+    evidence: list[CommandEvidence] | None = None  # what each command was recorded doing, when every one was
 
     @cached_property
     def flows(self) -> list[list[Flow]]:
@@ -62,6 +64,13 @@ class View:
                         contents.pop(path, None)
         return out
 
+    @property
+    def notes(self) -> list[str]:
+        """What the analysis could not read in these steps (each said once): it shows nothing."""
+        found = [n for s in self.steps for n in s.notes]
+        found += [u for flows in self.flows for f in flows if (u := f.program.unreadable)]
+        return list(dict.fromkeys(found))
+
     def programs(self) -> list[tuple[Step, Flow]]:
         return [(s, f) for s, flows in zip(self.steps, self.flows, strict=True) for f in flows]
 
@@ -71,11 +80,7 @@ def python_snippet(command: str) -> bool:
     if "<<" in command or not re.match(r"^\s*(?:[A-Za-z_][\w.\[\]'\"]*\s*(?:=|\()|from\s|import\s|for\s|if\s|while\s|"
                                        r"with\s|def\s|try:)", command):
         return False
-    try:
-        ast.parse(command)
-    except (SyntaxError, ValueError):
-        return False
-    return True
+    return parse_python(command)[0] is not None
 
 
 def pos(step: Step, flow: Flow | None = None, node: ast.AST | None = None, order: int | None = None) -> Pos:
@@ -92,5 +97,4 @@ def tool_steps(view: View, names: list[str], arguments: str | None = None) -> li
 
 
 def calls_of(view: View, names: set[str], when: Callable[[Flow, ast.Call], bool] | None = None) -> list[Pos]:
-    return [pos(s, f, c) for s, f in view.programs() for c in f.calls(names) if when is None or when(f, c)] + \
-        [pos(s, f) for s, f in view.programs() if f.tree is None and f.called(names) and when is None]
+    return [pos(s, f, c) for s, f in view.programs() for c in f.calls(names) if when is None or when(f, c)]

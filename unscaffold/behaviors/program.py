@@ -13,6 +13,10 @@ import ast
 import json
 import re
 import shlex
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -24,6 +28,61 @@ PYTHON = re.compile(r"(?:^|/)python(?:3(?:\.\d+)?)?$")
 SHOW = {"cat", "head", "tail", "nl", "less", "more", "bat", "xxd", "od", "column", "diff", "cmp", "wc", "awk",
         "sed", "grep", "jq", "csvlook"}
 PREFIXES = {"sudo", "env", "nice", "time", "command", "exec", "nohup", "stdbuf"}
+# Bounds on what the detectors read of one student's commands: they run on the host over hostile text, so a
+# program past a bound is not read (it shows nothing, and the table notes it) instead of crashing or stalling.
+MAX_COMMAND_CHARS = 256 * 1024  # one command (heredoc bodies included)
+MAX_SCRIPT_DEPTH = 4  # `bash x.sh` running a script that runs a script ... (a script that runs itself stops here)
+MAX_TREE_DEPTH = 150  # nesting of one program's syntax tree (the analysis walks it recursively)
+TRIAL_SECONDS = 5.0  # analysis time for one trajectory, every detector of the bank together
+
+
+class AnalysisTimeout(Exception):
+    """The analysis of one trajectory ran past its time bound."""
+
+
+_deadline: ContextVar[float | None] = ContextVar("detector_deadline", default=None)
+
+
+@contextmanager
+def time_bound(seconds: float = TRIAL_SECONDS) -> Iterator[None]:
+    """Bound the analysis inside to `seconds`: the long loops call `check_time`, which raises `AnalysisTimeout`."""
+    token = _deadline.set(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def check_time() -> None:
+    deadline = _deadline.get()
+    if deadline is not None and time.monotonic() > deadline:
+        raise AnalysisTimeout(f"analysis ran past {TRIAL_SECONDS:g} s")
+
+
+def tree_depth(tree: ast.AST) -> int:
+    """How deeply the tree nests (without recursion, so a deep tree cannot exhaust the stack here)."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
+def parse_python(code: str) -> tuple[ast.Module | None, str | None]:
+    """(the tree, None), or (None, why it cannot be read): a syntax error (the program never ran, so it shows
+    nothing and needs no note), or a bound (too long, nested too deeply), which the table notes."""
+    if len(code) > MAX_COMMAND_CHARS:
+        return None, f"a program of {len(code):,} characters (over {MAX_COMMAND_CHARS:,}) was not read"
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None, None
+    except (RecursionError, MemoryError) as e:
+        return None, f"a program nested too deeply to parse ({type(e).__name__}) was not read"
+    if tree_depth(tree) > MAX_TREE_DEPTH:
+        return None, f"a program nested deeper than {MAX_TREE_DEPTH} levels was not read"
+    return tree, None
 
 
 @dataclass
@@ -36,11 +95,18 @@ class Program:
     order: int  # position among the step's events
 
     @cached_property
+    def parsed(self) -> tuple[ast.Module | None, str | None]:
+        return parse_python(self.code)
+
+    @property
     def tree(self) -> ast.Module | None:
-        try:
-            return ast.parse(self.code)
-        except (SyntaxError, ValueError):
-            return None
+        """None for a program that is not Python we can read: it shows no behaviour (it did not run, or it
+        is past a bound: `unreadable` says which)."""
+        return self.parsed[0]
+
+    @property
+    def unreadable(self) -> str | None:
+        return self.parsed[1]
 
 
 @dataclass
@@ -64,7 +130,9 @@ class Step:
     programs: list[Program] = field(default_factory=list)
     files: list[FileEvent] = field(default_factory=list)
     words: list[list[str]] = field(default_factory=list)  # each shell segment's words (command first)
-    bounded: bool = False  # some segment ran under `timeout`
+    message_index: int = -1  # index into Trajectory.messages of the assistant message that made the call
+    bounded: bool = False  # some segment ran under `timeout` with a limit (`timeout 0` sets none)
+    notes: list[str] = field(default_factory=list)  # what the analysis could not read, and why
 
 
 def split_heredocs(command: str) -> tuple[str, dict[str, str]]:
@@ -108,6 +176,10 @@ def split_segments(text: str) -> list[tuple[str, str]]:
         elif c == "\\":
             i += 2
             continue
+        elif c == "#" and (i == 0 or text[i - 1] in " \t\n;&|()"):  # a comment runs to the end of the line
+            end = text.find("\n", i)
+            text = text[:i] + (text[end:] if end >= 0 else "")
+            continue
         elif c in "'\"":
             quote = c
         elif text.startswith("$(", i):
@@ -146,8 +218,8 @@ def strip_prefixes(words: list[str]) -> tuple[list[str], bool]:
             rest = words[1:]
             while rest and rest[0].startswith("-"):
                 rest = rest[2:] if rest[0] in ("-s", "-k", "--signal", "--kill-after") else rest[1:]
-            if rest and re.match(r"^\d+(?:\.\d+)?[smhd]?$", rest[0]):
-                bounded = True
+            if rest and (m := re.match(r"^(\d+(?:\.\d+)?)[smhd]?$", rest[0])):
+                bounded = bounded or float(m.group(1)) > 0  # `timeout 0` sets no limit
                 rest = rest[1:]
             words = rest
         else:
@@ -187,14 +259,18 @@ def echo_content(words: list[str]) -> str | None:
     return None
 
 
-def parse_command(step: Step, files_so_far: dict[str, str]) -> None:
-    """Fill the step's programs, file events and words from its command."""
+def parse_command(step: Step, files_so_far: dict[str, str], depth: int = 0) -> None:
+    """Fill the step's programs, file events and words from its command (`depth`: scripts run within scripts)."""
+    if len(step.command) > MAX_COMMAND_CHARS:
+        step.notes.append(f"a command of {len(step.command):,} characters (over {MAX_COMMAND_CHARS:,}) was not read")
+        return
     text, bodies = split_heredocs(step.command)
     order = 0
     stdin_from_pipe: str | None = None
     piped_code: str | None = None
     piped_content: str | None = None
     for segment, op in split_segments(text):
+        check_time()
         words, bounded = strip_prefixes(words_of(segment))
         step.bounded |= bounded
         words, redirs = redirections(words)
@@ -230,7 +306,11 @@ def parse_command(step: Step, files_so_far: dict[str, str]) -> None:
         elif head in ("bash", "sh") and len(words) > 1 and words[1].removeprefix("./") in files_so_far:
             nested = Step(index=step.index, tool="execute", arguments={}, command=files_so_far[words[1].removeprefix(
                 "./")])
-            parse_command(nested, files_so_far)
+            if depth < MAX_SCRIPT_DEPTH:
+                parse_command(nested, files_so_far, depth + 1)
+            else:
+                nested.notes.append(f"scripts run within scripts deeper than {MAX_SCRIPT_DEPTH} levels were not read")
+            step.notes += [n for n in nested.notes if n not in step.notes]
             for p in nested.programs:
                 step.programs.append(Program(code=p.code, argv=p.argv, stdin=p.stdin, order=order))
             step.files += [FileEvent(e.kind, e.path, order, e.content, e.how) for e in nested.files]
@@ -281,21 +361,24 @@ def steps_of(traj: Trajectory, scripts: dict[str, list[tuple[str, set[str]]]] | 
     opening is the suite's, not the student's: its calls are skipped."""
     messages = traj.messages[traj.opening_messages:]
     results = {m.tool_call_id: m.content for m in messages if m.role == "tool" and m.tool_call_id}
-    ids = [c.id for m in messages if m.role == "assistant" for c in m.tool_calls or ()]
+    ids = [(traj.opening_messages + j, c.id) for j, m in enumerate(messages) if m.role == "assistant"
+           for c in m.tool_calls or ()]
     files: dict[str, str] = {}
     steps = []
-    for i, (call_id, call) in enumerate(zip(ids, assistant_calls(messages), strict=True)):
+    for i, ((at, call_id), call) in enumerate(zip(ids, assistant_calls(messages), strict=True)):
         command = command_of(call)
         observation = results.get(call_id, "")
         if command is None:
             args = call.arguments if isinstance(call.arguments, dict) else {}
-            steps.append(Step(index=i, tool=call.name, arguments=args, observation=observation))
+            steps.append(Step(index=i, tool=call.name, arguments=args, observation=observation, message_index=at))
             continue
         recipe = recipe_call(command, scripts or {})
         if recipe is not None:
-            steps.append(Step(index=i, tool=recipe[0], arguments=recipe[1], command=command, observation=observation))
+            steps.append(Step(index=i, tool=recipe[0], arguments=recipe[1], command=command, observation=observation,
+                              message_index=at))
             continue
-        step = Step(index=i, tool="execute", arguments={"command": command}, command=command, observation=observation)
+        step = Step(index=i, tool="execute", arguments={"command": command}, command=command, observation=observation,
+                    message_index=at)
         parse_command(step, files)
         steps.append(step)
     return steps

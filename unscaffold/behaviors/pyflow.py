@@ -13,10 +13,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from unscaffold.behaviors.program import Program
+from unscaffold.behaviors.program import Program, check_time
 
 Source = Callable[[ast.AST], bool]
 WRITE_MODES = re.compile(r"[wax+]")
+# `$(cat FILE)`, `$(< FILE)` or `` `cat FILE` `` inside a string: the operand stops at the next `)`, `$(` or
+# backquote, so the scans never overlap and the search stays linear in the string's length.
+SUBSTITUTED_READ = re.compile(r"(?:\$\(\s*(?:cat\s+|<\s*)|`cat\s+)((?:[^)$`]|\$(?!\())*)")
 
 
 def last_name(func: ast.AST) -> str:
@@ -58,6 +61,15 @@ class Flow:
                 for target, value in zip(node.targets[0].elts, node.value.elts, strict=True):
                     if isinstance(target, ast.Name):
                         seen.setdefault(target.id, []).append(value)
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple) \
+                    and isinstance(node.value, ast.Subscript) and self.is_argv(node.value.value) and \
+                    isinstance(node.value.slice, ast.Slice):  # `src, dst, rng = sys.argv[1:4]`
+                lower = node.value.slice.lower
+                start = lower.value if isinstance(lower, ast.Constant) and isinstance(lower.value, int) else 0
+                for k, target in enumerate(node.targets[0].elts):
+                    if isinstance(target, ast.Name):
+                        seen.setdefault(target.id, []).append(ast.Subscript(value=node.value.value,
+                                                                            slice=ast.Constant(start + k)))
         out: dict[str, str] = {}
         for _ in range(3):
             for name, values in seen.items():
@@ -117,8 +129,7 @@ class Flow:
                 for a in n.names if a.asname}
 
     def called(self, names: set[str]) -> bool:
-        if self.tree is None:  # not Python we can parse: the words are all we have
-            return any(re.search(rf"\b{re.escape(n)}\s*\(", self.program.code) for n in names)
+        """Some call of these names (a program that does not parse never ran, so it calls nothing)."""
         return bool(self.calls(names))
 
     @cached_property
@@ -164,8 +175,7 @@ class Flow:
 
         def source(node: ast.AST) -> bool:
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                if re.search(r"\$\(\s*(?:cat\s+|<\s*)[^)]*" + pattern, node.value) or \
-                        re.search(r"`cat\s+[^`]*" + pattern, node.value):
+                if any(re.search(pattern, m.group(1).strip()) for m in SUBSTITUTED_READ.finditer(node.value)):
                     return True
                 return bool(content) and (node.value.strip() == content or node.value.strip() in parts)
             if isinstance(node, ast.Call):
@@ -234,6 +244,7 @@ class Flow:
         pairs = list(self.bindings())
         for _ in range(8):
             before = len(names)
+            check_time()
             for target, value in pairs:
                 if self.reaches(value, source, names):
                     names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}

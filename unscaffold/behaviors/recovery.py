@@ -11,12 +11,13 @@ their kept behaviours, the figure the published 82.3% (28 behaviours over three 
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from unscaffold.behaviors.detector import DetectorSpec, detect
+from unscaffold.behaviors.detector import DetectorSpec, read_trial
 from unscaffold.behaviors.runs import RunRecord, check_comparable
 from unscaffold.behaviors.taught import Taught
 from unscaffold.benchmarks import load_suite
@@ -53,6 +54,10 @@ class PublishedFigure(BaseModel):
 class BehaviorRow(BaseModel):
     component: str
     behavior: str
+    components: list[str] = Field(default_factory=list, description="every component sharing this detector (one "
+                                  "behaviour); `component` is the first")
+    decided_by: dict[str, int] = Field(default_factory=dict, description="evidence|text -> trials of the three runs "
+                                       "that kind of reading decided")
     eligible: int
     recovered: int
     rate: float | None = Field(description="percent of eligible tasks; None when none is eligible")
@@ -106,22 +111,71 @@ def pooled(tables: list[RecoveryTable]) -> PooledRecovery:
                           excluded=sum(len(t.excluded) for t in tables))
 
 
-def task_shows(run: RunRecord, detectors: dict[str, DetectorSpec], rule: Rule) -> Shows:
+class RunReading(BaseModel):
+    """Every detector on every completed trial of one run: the tasks showing each behaviour, how many trials
+    each kind of reading decided, and what could not be read (trial id: why)."""
+
+    shows: Shows
+    kinds: dict[str, dict[str, int]] = Field(description="component -> evidence|text -> trials it decided")
+    notes: list[str] = Field(default_factory=list)
+
+
+def task_shows(run: RunRecord, detectors: dict[str, DetectorSpec], rule: Rule) -> RunReading:
     """Run every detector on every completed trial of the run once; trials that did not complete (lost to
-    the infrastructure or the environment, or without a trajectory) do not vote."""
+    the infrastructure or the environment, or without a trajectory) do not vote. Each trial is read within
+    a time bound; one the analysis cannot read shows what was decided before, and is noted."""
     votes: dict[str, dict[str, list[bool]]] = {c: {} for c in detectors}
+    kinds: dict[str, Counter[str]] = {c: Counter() for c in detectors}
+    notes: list[str] = []
     for task, trials in run.by_task.items():
         for component in detectors:
             votes[component][task] = []
         for trial in trials:
-            traj = run.trajectory(trial) if completed(trial) else None
+            if not completed(trial):
+                continue
+            try:
+                traj = run.trajectory(trial)
+            except (UnscaffoldError, ValueError, RecursionError, OSError) as e:  # one unreadable trial, not the table
+                votes_none(votes, task, notes, trial.trial_id, f"trajectory not read ({first_line(e)}); counted as "
+                           "showing no behaviour")
+                continue
             if traj is None:
                 continue
-            views: dict[int, Any] = {}
-            for component, spec in detectors.items():
-                votes[component][task].append(detect(spec, traj, views))
-    return {c: {task for task, v in by_task.items() if v and (any(v) if rule == "any" else 2 * sum(v) > len(v))}
-            for c, by_task in votes.items()}
+            try:
+                evidence = run.evidence(trial)
+            except (UnscaffoldError, ValueError, RecursionError, OSError) as e:
+                notes.append(f"{trial.trial_id}: evidence.jsonl not read ({first_line(e)}); read from the text")
+                evidence = None
+            reading = read_trial(detectors, traj, evidence)
+            for component in detectors:
+                votes[component][task].append(reading.shows[component])
+                kinds[component][reading.kinds[component]] += 1
+            notes += [f"{trial.trial_id}: {n}" for n in reading.notes]
+    shows = {c: {task for task, v in by_task.items() if v and (any(v) if rule == "any" else 2 * sum(v) > len(v))}
+             for c, by_task in votes.items()}
+    return RunReading(shows=shows, kinds={c: dict(k) for c, k in kinds.items()}, notes=notes)
+
+
+def first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0][:200]}" if text else type(error).__name__
+
+
+def votes_none(votes: dict[str, dict[str, list[bool]]], task: str, notes: list[str], trial_id: str, why: str) -> None:
+    """A completed trial whose trajectory cannot be read votes "not shown" for every behaviour, and is noted."""
+    for by_task in votes.values():
+        by_task[task].append(False)
+    notes.append(f"{trial_id}: {why}")
+
+
+def behaviours(detectors: dict[str, DetectorSpec]) -> dict[str, list[str]]:
+    """First component id -> every component with the same detector (same predicate and parameters, or the
+    same patterns): components that share a detector are one behaviour, one row, counted once in the mean."""
+    groups: dict[str, list[str]] = {}
+    for component, spec in detectors.items():
+        key = spec.model_dump_json(exclude={"description"})
+        groups.setdefault(key, []).append(component)
+    return {ids[0]: ids for ids in groups.values()}
 
 
 def without_completed_trial(run: RunRecord) -> set[str]:
@@ -169,25 +223,34 @@ def bank_detectors(base_hstar: RunRecord, bank: Path | None = None) -> tuple[Pat
 
 def recovery_table(base_h: RunRecord, base_hstar: RunRecord, tuned: RunRecord, *, rule: Rule = "any",
                    min_eligible: int = 10, bank: Path | None = None, notes: list[str] | None = None,
-                   cache: dict[str, Shows] | None = None, taught: Taught | None = None) -> RecoveryTable:
+                   cache: dict[str, RunReading] | None = None, taught: Taught | None = None) -> RecoveryTable:
     """`cache` (run path -> shows) lets a comparison reuse the base runs' detections across tuned runs;
     `taught` (the tuned model's training rows, counted with the same detectors) tells "never taught" apart."""
     notes = list(notes if notes is not None else check_roles(base_h, base_hstar, [tuned]))
     bank_path, detectors = bank_detectors(base_hstar, bank)
     cache = cache if cache is not None else {}
-    shows = {}
+    shows, readings = {}, {}
     for role, run in (("base_h", base_h), ("base_hstar", base_hstar), ("tuned", tuned)):
         if run.name not in cache:
             cache[run.name] = task_shows(run, detectors, rule)
-        shows[role] = cache[run.name]
+        readings[role] = cache[run.name]
+        shows[role] = readings[role].shows
+    for role, reading in readings.items():
+        if reading.notes:
+            more = f" (and {len(reading.notes) - 3} more)" if len(reading.notes) > 3 else ""
+            notes.append(f"{role}: {len(reading.notes)} thing(s) the detectors could not read, counted as not "
+                         f"shown: {'; '.join(reading.notes[:3])}{more}")
     missing = {role: sorted(without_completed_trial(run)) for role, run in
                (("base_h", base_h), ("base_hstar", base_hstar), ("tuned", tuned))}
     excluded = set().union(*map(set, missing.values()))
     kept, dropped = [], []
-    for component, spec in detectors.items():
+    for component, same in behaviours(detectors).items():
+        spec = detectors[component]
         eligible = sorted(shows["base_hstar"][component] - shows["base_h"][component] - excluded)
         recovered = sorted(set(eligible) & shows["tuned"][component])
-        row = BehaviorRow(component=component, behavior=spec.description, eligible=len(eligible),
+        decided = sum((Counter(r.kinds[component]) for r in readings.values()), Counter())
+        row = BehaviorRow(component=component, behavior=spec.description, components=same,
+                          decided_by=dict(sorted(decided.items())), eligible=len(eligible),
                           recovered=len(recovered),
                           rate=round(100.0 * len(recovered) / len(eligible), 4) if eligible else None,
                           shown={role: len(s[component] - excluded) for role, s in shows.items()},

@@ -15,6 +15,7 @@ from unscaffold.collect.aggregate import SUCCESS
 from unscaffold.collect.models import RunConfig, RunResults, TrialResult
 from unscaffold.errors import InputError, UnscaffoldError
 from unscaffold.iojson import load_model, read_json, validation_error
+from unscaffold.minimal_harness.evidence import EVIDENCE_FILE, CommandEvidence, read_evidence
 from unscaffold.minimal_harness.trajectory import Trajectory
 
 
@@ -54,6 +55,10 @@ class RunRecord(BaseModel):
     def trajectory(self, trial: TrialResult) -> Trajectory | None:
         path = self.trial_dir(trial.trial_id) / "trajectory.json"
         return Trajectory.load(path) if path.exists() else None
+
+    def evidence(self, trial: TrialResult) -> list[CommandEvidence] | None:
+        """What the trial's commands were recorded doing (None: recorded without evidence)."""
+        return read_evidence(self.trial_dir(trial.trial_id) / EVIDENCE_FILE)
 
     def trial_dir(self, trial_id: str) -> Path:
         return self.trial_dirs.get(trial_id) or self.path / "trials" / trial_id

@@ -24,13 +24,23 @@ def status(row: BehaviorRow) -> str:
     return "not recovered" if row.recovered == 0 else "partly recovered"
 
 
+def decided_by(row: BehaviorRow) -> str:
+    """Which reading decided the row's trials: `evidence`, `text`, or both with their trial counts."""
+    kinds = {k: n for k, n in row.decided_by.items() if n}
+    if len(kinds) <= 1:
+        return next(iter(kinds), "-")
+    return " / ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+
+
 def behavior_grid(rows: list[BehaviorRow]) -> Grid:
-    headers = ["behaviour", "component", "eligible", "recovered", "rate"]
+    headers = ["behaviour", "component", "decided by", "eligible", "recovered", "rate"]
+
+    def cells(r: BehaviorRow) -> list[str]:
+        return [r.behavior, ", ".join(r.components or [r.component]), decided_by(r), str(r.eligible),
+                str(r.recovered), _rate(r)]
     if not any(r.taught is not None for r in rows):
-        return headers, [[r.behavior, r.component, str(r.eligible), str(r.recovered), _rate(r)] for r in rows]
-    return ([*headers, "training rows showing it", "status"],
-            [[r.behavior, r.component, str(r.eligible), str(r.recovered), _rate(r), _int(r.taught), status(r)]
-             for r in rows])
+        return headers, [cells(r) for r in rows]
+    return ([*headers, "training rows showing it", "status"], [[*cells(r), _int(r.taught), status(r)] for r in rows])
 
 
 def _pct(value: float | None) -> str:

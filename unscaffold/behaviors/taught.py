@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from unscaffold.behaviors.detector import DetectorSpec, detect
+from unscaffold.behaviors.detector import DetectorSpec, read_trial
 from unscaffold.behaviors.runs import RunRecord, load_run
 from unscaffold.errors import InputError
 
@@ -75,7 +75,7 @@ def taught_counts(data: Path, detectors: dict[str, DetectorSpec]) -> Taught:
         traj = run.trajectory(trial)
         if traj is None:
             raise InputError(f"{data}:{n}", "trial_id", f"{row.trial_id!r} has no trajectory in {run.name}")
-        views: dict[int, object] = {}
-        for component, spec in detectors.items():
-            counts[component] += detect(spec, traj, views)
+        reading = read_trial(detectors, traj, run.evidence(trial))
+        for component in detectors:
+            counts[component] += reading.shows[component]
     return Taught(data=str(data), rows=len(rows), counts=counts)

@@ -96,10 +96,11 @@ def print_lines(out: Console, lines: list[str]) -> None:
 
 def print_recovery(table: RecoveryTable) -> None:
     out = Console()
-    print_grid(out, f"behaviour recovery: {table.runs['tuned']}", tables.behavior_grid(table.behaviors))
+    print_grid(out, f"behaviour recovery: {table.runs['tuned']}", tables.behavior_grid(table.behaviors),
+               numeric_from=3)
     if table.dropped:
         print_grid(out, f"dropped (fewer than {table.min_eligible} eligible tasks)",
-                   tables.behavior_grid(table.dropped))
+                   tables.behavior_grid(table.dropped), numeric_from=3)
     print_lines(out, tables.mean_lines(table) + [f"note: {n}" for n in table.notes])
 
 

@@ -148,7 +148,8 @@ def run_trial(
                 if context.reviewers is not None:
                     gold = "\n".join(suite.oracle_commands(task)) if config.reviewer_reads_gold else None
                     hook = ReviewHook(context.reviewers.for_trial(task.id), context.k, config.budget,
-                                      trial_dir / REVIEWS, trial_id, task.id, gold=gold)
+                                      trial_dir / REVIEWS, trial_id, task.id, gold=gold,
+                                      opening=lambda: traj.opening_messages)
                 agent = Agent(provider.for_trial(task.id), sandbox, traj, config=agent_config,
                               save_path=trial_dir / TRAJECTORY, harness=context.harness,
                               review_hook=hook or pass_through, evidence=recorder)

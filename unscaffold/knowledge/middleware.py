@@ -43,9 +43,12 @@ def _short(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def evaluate(mw: Middleware, transcript: list[Message], proposal: AssistantResponse) -> Hint | None:
-    """Every condition the rule names must hold; the evidence says which facts made it fire."""
+def evaluate(mw: Middleware, transcript: list[Message], proposal: AssistantResponse, opening: int = 0) -> Hint | None:
+    """Every condition the rule names must hold; the evidence says which facts made it fire. `opening`: the
+    leading messages that are the suite's (a worked example's calls and outputs are not the student's own, so
+    they neither satisfy a rule's prior command nor count as turns or results)."""
     rule = mw.rule
+    transcript = transcript[opening:]
     finishing = not proposal.tool_calls
     command = proposed_command(proposal)
     evidence: list[str] = []
@@ -99,5 +102,6 @@ def evaluate(mw: Middleware, transcript: list[Message], proposal: AssistantRespo
     return Hint(component_id=mw.component_id, evidence="; ".join(evidence), instruction=rule.instruction)
 
 
-def triggered(middleware: list[Middleware], transcript: list[Message], proposal: AssistantResponse) -> list[Hint]:
-    return [h for mw in middleware if (h := evaluate(mw, transcript, proposal))]
+def triggered(middleware: list[Middleware], transcript: list[Message], proposal: AssistantResponse,
+              opening: int = 0) -> list[Hint]:
+    return [h for mw in middleware if (h := evaluate(mw, transcript, proposal, opening))]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +57,13 @@ class ReviewHook:
         task_id: str,
         max_retries: int = MAX_RETRIES,
         gold: str | None = None,
+        opening: Callable[[], int] = lambda: 0,
     ) -> None:
-        """`gold`: the task's reference solution, for the gold-reading reviewer of the data-source ablation."""
+        """`gold`: the task's reference solution, for the gold-reading reviewer of the data-source ablation.
+        `opening`: how many leading messages of the transcript are the suite's opening (read per review,
+        since the agent sets it when the episode starts); the middleware skips them."""
         self.reviewer, self.k, self.budget = reviewer_for_trial, k, budget
+        self.opening = opening
         self.log_path, self.trial_id, self.task_id = Path(log_path), trial_id, task_id
         self.max_tries = max_retries + 1  # the first submission, then each retry
         self.known_components = set(k.component_ids()) if k is not None else None
@@ -85,7 +90,7 @@ class ReviewHook:
             reason = f"replace budget spent ({self.stats.replacements}/{self.budget}); the reviewer is not called"
             self._log(line, decision="PASS", reason=reason, skipped="budget")
             return proposal
-        hints = triggered(self.k.middleware, transcript, proposal) if self.k is not None else []
+        hints = triggered(self.k.middleware, transcript, proposal, self.opening()) if self.k is not None else []
         line["hints"] = [h.model_dump() for h in hints]
         request = ReviewRequest(self.trial_id, self.task_id, turn, list(transcript), proposal, hints, self.k,
                                 self.gold)

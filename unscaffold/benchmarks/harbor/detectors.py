@@ -70,3 +70,6 @@ def p_tie_break(view: View, p: dict[str, Any]) -> bool:
 
 
 PREDICATES: dict[str, Predicate] = by_name(p_file_looked_at, p_shown_after_write, p_tie_break)
+
+# Evidence forms (decide when the trial's commands were recorded; see behaviors/evidence_view.py)
+EVIDENCE: dict[str, Predicate] = {}

@@ -11,6 +11,8 @@ import ast
 import re
 from typing import Any
 
+from unscaffold.behaviors import evidence_view as ev
+from unscaffold.behaviors.evidence_view import EPos
 from unscaffold.behaviors.predicates import Pos, Predicate, View, by_name, calls_of, pos, tool_steps
 from unscaffold.behaviors.pyflow import Flow
 
@@ -53,10 +55,6 @@ def answer_parses(view: View, file: str = ANSWER) -> list[Pos]:
     """RDKit parsing what the answer file holds (read in the program, or its text copied into it)."""
     out = tool_steps(view, ["check_reactants"], r'"(?:from_file|write_to)": "[^"]*answer\.txt"')
     for step, flow in view.programs():
-        if flow.tree is None:
-            if flow.called(PARSE) and re.search(file.removesuffix("$").removeprefix("(?:^|/)"), flow.program.code):
-                out.append(pos(step, flow))
-            continue
         out += [pos(step, flow, c) for c in flow.call_on(PARSE, flow.reads_file(file))]
     return sorted(out)
 
@@ -176,3 +174,86 @@ PREDICATES: dict[str, Predicate] = by_name(p_candidates_listed, p_forward_checke
                                            p_answer_written, p_answer_canonical_last, p_answer_canonical_any,
                                            p_answer_parsed_after_write, p_write_justified, p_bounded,
                                            p_recheck_after_rejection, p_protection_queried, p_stereo_kept)
+
+
+# ---- evidence forms: what the recorded commands did (behaviors/evidence_view.py) --------------------------
+
+PARSE_CALLS = r"^rdkit\.Chem\.(?:MolFromSmiles|CanonSmiles)$"
+CANONICAL_CALLS = r"^rdkit\.Chem\.(?:MolToSmiles|CanonSmiles)$"
+WORKSPACE_ANSWER = r"^answer\.txt$"  # the recorded path is relative to the workspace: /tmp/answer.txt is not it
+
+
+def answer_writes_recorded(view: View) -> list[tuple[EPos, str | None, bool]]:
+    """(where, content afterwards, written by the checking tool) for each write of the workspace's answer.txt."""
+    out = [(at, content, False) for at, content in ev.writes(view, WORKSPACE_ANSWER)]
+    by_tool = ev.tool_calls(view, {"check_reactants"}, r'"write_to": "(?:\./)?answer\.txt"')
+    out += [(at, None, True) for at, _ in by_tool]
+    return sorted(out, key=lambda w: w[0])
+
+
+def _parts(content: str) -> list[str]:
+    return [p for p in content.strip().split(".") if p]
+
+
+def e_answer_written(view: View, p: dict[str, Any]) -> bool:
+    return bool(answer_writes_recorded(view))
+
+
+def e_answer_parsed_after_write(view: View, p: dict[str, Any]) -> bool:
+    """After the last write of answer.txt, its content (as a whole, or every dot-separated part) went through an
+    RDKit parse that returned a molecule, in a command that had not failed by then; or the content was made of
+    canonical SMILES RDKit had just produced (parsed to be written); or the checking tool wrote it."""
+    writes = answer_writes_recorded(view)
+    if not writes:
+        return False
+    where, content, by_tool = writes[-1]
+    if by_tool:
+        return True
+    content = next((c for at, c, _ in reversed(writes) if at[0] == where[0] and c is not None), content)
+    if not content or not content.strip():
+        return False
+    parsed = {str(ev.value_of(c, 0, "SMILES", "smi")).strip() for at, c in ev.calls(view, PARSE_CALLS)
+              if at > where and c.result is not None}
+    made = {str(c.result).strip() for at, c in ev.calls(view, CANONICAL_CALLS) if at < where and at[0] == where[0]}
+    whole, parts = content.strip(), _parts(content)
+    return whole in parsed or all(part in parsed for part in parts) or whole in made or all(
+        part in made for part in parts)
+
+
+def e_answer_canonical_last(view: View, p: dict[str, Any]) -> bool:
+    """The last answer written is what RDKit's canonical writer produced (every part), in that command."""
+    writes = answer_writes_recorded(view)
+    if not writes:
+        return False
+    where, content, by_tool = writes[-1]
+    if by_tool:
+        return True
+    content = next((c for at, c, _ in reversed(writes) if at[0] == where[0] and c is not None), content)
+    made = {str(c.result).strip() for at, c in ev.calls(view, CANONICAL_CALLS) if at < where and at[0] == where[0]}
+    return bool(content and content.strip()) and (content.strip() in made or all(p in made for p in _parts(content)))
+
+
+RUN_REACTANTS = r"\.ChemicalReaction\.RunReactants$"
+
+
+def _template_runs(view: View) -> list[tuple[EPos, int]]:
+    """(where, how many reactants) of each template run that returned, in commands that had not failed."""
+    return [(at, len(c.args[0])) for at, c in ev.calls(view, RUN_REACTANTS) if c.args and isinstance(c.args[0], list)]
+
+
+def e_forward_checked(view: View, p: dict[str, Any]) -> bool:
+    """A template ran forwards: two or more reactants in (or the forward-checking tool)."""
+    return bool(ev.tool_calls(view, {"forward_check"})) or any(n >= 2 for _, n in _template_runs(view))
+
+
+def e_candidates_listed(view: View, p: dict[str, Any]) -> bool:
+    """Templates ran on one molecule, the product, to list precursors (or the listing tool). rdchiral is not
+    recorded, so its calls are still read from the programs' text."""
+    return bool(ev.tool_calls(view, {"retro_candidates"})) or any(n == 1 for _, n in _template_runs(view)) or bool(
+        calls_of(view, {"rdchiralRun"}))
+
+
+EVIDENCE: dict[str, Predicate] = {"forward_checked": e_forward_checked, "candidates_listed": e_candidates_listed,
+                                  "answer_written": e_answer_written,
+                                  "answer_parsed_after_write": e_answer_parsed_after_write,
+                                  "answer_canonical_last": e_answer_canonical_last}

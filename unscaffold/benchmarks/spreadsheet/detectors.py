@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from unscaffold.behaviors import evidence_view as ev
+from unscaffold.behaviors.evidence_view import EPos
 from unscaffold.behaviors.predicates import Pos, Predicate, View, by_name, pos, tool_steps
 from unscaffold.behaviors.pyflow import Flow, last_name
 
@@ -355,3 +357,64 @@ PREDICATES: dict[str, Predicate] = by_name(p_inspected_before_write, p_sheets_wa
                                            p_asserted_after_write, p_error_values_sought, p_inspected_after_error,
                                            p_examples_read, p_rule_checked, p_saved_to_output, p_recalculated,
                                            p_edited_in_place, p_literal_values, p_sheet_bounds, p_first_sheet)
+
+
+# ---- evidence forms: which workbooks the recorded commands wrote and loaded (behaviors/evidence_view.py) ----
+# openpyxl's load_workbook and pandas' read_excel are recorded with the path they received, in any spelling.
+
+E_LOADS = r"^(?:openpyxl\.load_workbook|pandas\.read_excel)$"
+E_OUTPUT_BOOK = r"(?:^|/)output/[^/]*\.xlsx$|_output\.xlsx$"
+E_INPUT_BOOK = r"(?:^|/)spreadsheets/[^/]*\.xlsx$|_input\.xlsx$"
+
+
+def e_book_writes(view: View) -> list[EPos]:
+    """Writes of the output workbook (a save, a copy or a conversion into place), and the write tool's calls."""
+    return sorted([at for at, _ in ev.writes(view, E_OUTPUT_BOOK)] +
+                  [at for at, _ in ev.tool_calls(view, {"write_cells"})])
+
+
+def e_loads(view: View, book: str) -> list[EPos]:
+    out = []
+    for at, call in ev.calls(view, E_LOADS):
+        path = ev.value_of(call, 0, "filename", "io", "path")
+        if isinstance(path, str) and re.search(book, path.removeprefix("./")):
+            out.append(at)
+    return out
+
+
+def _after_last_book_write(view: View, found: list[EPos]) -> bool:
+    writes = e_book_writes(view)
+    return bool(writes) and any(f > writes[-1] for f in found)
+
+
+def e_output_reopened(view: View, p: dict[str, Any]) -> bool:
+    """After the output workbook's last write, it was loaded again (openpyxl or pandas) in a command that had not
+    failed by then, or checked by the verifying tool."""
+    return _after_last_book_write(view, e_loads(view, E_OUTPUT_BOOK) + [
+        at for at, _ in ev.tool_calls(view, {"verify_output"})])
+
+
+def e_compared_after_write(view: View, p: dict[str, Any]) -> bool:
+    """After the last write, both the input and the output workbook were loaded (in one program, or in two whose
+    dumps were then compared)."""
+    writes = e_book_writes(view)
+    last = writes[-1] if writes else None
+    if last is None:
+        return False
+    if any(at > last for at, _ in ev.tool_calls(view, {"verify_output"})):
+        return True
+    return any(at > last for at in e_loads(view, E_INPUT_BOOK)) and any(at > last for at in
+                                                                         e_loads(view, E_OUTPUT_BOOK))
+
+
+def e_saved_to_output(view: View, p: dict[str, Any]) -> bool:
+    return bool(e_book_writes(view))
+
+
+def e_recalculated(view: View, p: dict[str, Any]) -> bool:
+    return any(any(a.startswith("--convert-to") or a == "--headless" for a in argv)
+               for _, argv in ev.execs(view, {"soffice", "libreoffice", "localc", "soffice.bin"}))
+
+
+EVIDENCE: dict[str, Predicate] = {"output_reopened": e_output_reopened, "compared_after_write": e_compared_after_write,
+                                  "saved_to_output": e_saved_to_output, "recalculated": e_recalculated}
