@@ -139,7 +139,18 @@ def test_rescue_train_tiny_model_rescues_and_learns(tmp_path: Path, monkeypatch:
 
     label = label_run(tmp_path, {"student": f"hf:tiny+{out / 'adapter'}", "harness": "minimal"})
     assert (label.text, label.training.method, label.training.steps, label.training.rollouts) == (
-        "rescue-trained + h", "random", 2, sum(line["rollouts"] for line in lines))
+        "rescue-trained + h", "random", 4, sum(line["rollouts"] for line in lines))
+    # summary.json counts optimiser steps (--max-steps 4), and its record holds every rollout of the run
+    assert (summary["steps"], summary["generation_batches"], summary["trained"]) == (4, 2, True)
+    record = summary["record"]
+    train_ids = [t.id for t in load_suite("appworld_lite").tasks("train")]
+    assert (record["recipe"], record["method"], record["base_model"], record["train_tasks"]) == (
+        "rescue", "random", "tiny", sorted(train_ids))
+    assert record["cost"]["rollouts"] == {"collection": 0, "base": 8, "rescue": 8, "filler": 0, "reanchor": 0,
+                                          "validation": 0}
+    assert (record["cost"]["optimiser_steps"], record["cost"]["generation_batches"]) == (4, 2)
+    assert record["cost"]["cpu_s"] > 0 and record["evaluation"]["max_turns"] == 8
+    assert all(len(line["tasks"]) == 1 and line["tasks"][0] in train_ids for line in lines)
     # the rescue rows that train carry their sibling's context: its system prompt (memory) and its tools
     from transformers import AutoTokenizer
 
@@ -232,6 +243,11 @@ def test_published_controls_with_the_tiny_model(method: str, tmp_path: Path, mon
     [line] = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     summary = json.loads((out / "summary.json").read_text())
     assert (line["method"], summary["method"]) == (method, method)
+    # every rollout of the tiny model fails: no group teaches anything, and the summary says so
+    assert (summary["trained"], summary["not_trained_reason"], summary["effective_groups"]) == (
+        False, "no effective group: every group's rewards were equal, so every advantage and every gradient was "
+        "zero", 0)
+    assert "warning: not trained: no effective group" in result.output
     if method == "none":
         assert (line["rescued_groups"], line["extra_rollout_pct"], line["rollouts"], line["rescue_harnesses"]) == (
             0, 0.0, 2, [])

@@ -18,6 +18,7 @@ from unscaffold.behaviors.stats import SAMPLES, Interval, Paired, bootstrap, pai
 from unscaffold.behaviors.taught import Taught
 from unscaffold.collect.aggregate import SUCCESS
 from unscaffold.errors import UnscaffoldError
+from unscaffold.training_record import TrainingCost, TrainingRecord, evaluation_settings
 
 
 class Cost(BaseModel):
@@ -30,9 +31,12 @@ class Cost(BaseModel):
     trial_wall_s: float
     student_rollouts: int = Field(description="trials of this run (one student rollout each)")
     training_method: str | None = None
-    training_steps: int | None = None
-    rollouts: int | None = Field(None, description="student rollouts the training generated (rescue train)")
+    training_steps: int | None = Field(None, description="optimiser steps of the training")
+    rollouts: int | None = Field(None, description="student rollouts the training spent, of every kind (the SFT "
+                                 "data's collection, base, rescue, filler, re-anchoring and validation)")
     training_wall_s: float | None = None
+    training: TrainingCost | None = Field(None, description="the training's full cost as its record holds it; "
+                                          "None for an untrained model or a training without a record")
 
 
 class RunRow(BaseModel):
@@ -43,8 +47,12 @@ class RunRow(BaseModel):
     n_tasks: int
     n_trials: int
     scores: dict[str, Interval] = Field(description="pass_at_1, and tgc / sgc where the suite defines them")
-    vs_baseline: Paired | None = Field(description="pass@1 per task minus the baseline's; None for the baseline")
+    vs_baseline: Paired | None = Field(description="pass@1 per task minus the baseline's; None for the baseline "
+                                       "and for a row that is not ranked")
     cost: Cost
+    marks: list[str] = Field(default_factory=list, description="why this row is not like the baseline (another "
+                             "base model, other train tasks, other evaluation settings) or not a trained model")
+    ranked: bool = Field(True, description="False for a training that moved no weight: it is the base model")
 
 
 class Published(BaseModel):
@@ -116,15 +124,59 @@ def scores(run: RunRecord, seed: int) -> dict[str, Interval]:
 
 def cost(run: RunRecord, label: RunLabel) -> Cost:
     tokens = run.results.tokens
+    training = label.training
+    record = training.record if training else None
     return Cost(
         student_calls=sum(t.turns for t in run.trials), student_tokens=tokens.get("student", {}),
         reviewer_calls=run.results.reviewer_calls, reviewer_tokens=tokens.get("reviewer", {}),
         cost_usd=run.results.cost_usd, wall_time_s=run.results.wall_time_s, trial_wall_s=run.results.trial_wall_s,
-        student_rollouts=len(run.trials), training_method=label.training.method if label.training else None,
-        training_steps=label.training.steps if label.training else None,
-        rollouts=label.training.rollouts if label.training else None,
-        training_wall_s=label.training.wall_s if label.training else None,
+        student_rollouts=len(run.trials), training_method=training.method if training else None,
+        training_steps=record.cost.optimiser_steps if record else training.steps if training else None,
+        rollouts=record.cost.rollouts.total if record else training.rollouts if training else None,
+        training_wall_s=record.cost.wall_s if record else training.wall_s if training else None,
+        training=record.cost if record else None,
     )
+
+
+def _base_of(record: TrainingRecord) -> set[str]:
+    return {record.base_model, f"hf:{record.base_model}", record.base_model_path, f"hf:{record.base_model_path}"}
+
+
+def row_marks(runs: list[RunRecord], labels: list[RunLabel], base: RunRecord) -> list[list[str]]:
+    """Per run, what makes it unlike the baseline: a training that moved no weight, another base model,
+    other train tasks than the first trained run's, other evaluation settings."""
+    base_label = labels[runs.index(base)]
+    settings = {r.name: evaluation_settings(r.config) for r in runs}
+    trained = [lab.training.record for lab in labels if lab.training and lab.training.record]
+    first_tasks = trained[0].train_tasks if trained else None
+    out = []
+    for run, lab in zip(runs, labels, strict=True):
+        marks = []
+        record = lab.training.record if lab.training else None
+        if record is not None and not record.trained:
+            marks.append(f"not trained: {record.not_trained_reason}")
+        if lab.model != base_label.model:
+            marks.append(f"other base model ({lab.model}; baseline {base_label.model})")
+        if record is not None and lab.model not in _base_of(record):
+            marks.append(f"adapter trained on {record.base_model}, evaluated on {lab.model}")
+        if record is not None and first_tasks is not None and record.train_tasks != first_tasks:
+            marks.append(f"other train tasks ({len(record.train_tasks)} vs {len(first_tasks)})")
+        differ = [f"{k} {settings[run.name][k]!r} vs {settings[base.name][k]!r}" for k in settings[run.name]
+                  if settings[run.name][k] != settings[base.name].get(k)]
+        if differ:
+            marks.append("other evaluation: " + ", ".join(differ))
+        out.append(marks)
+    return out
+
+
+def default_baseline(runs: list[RunRecord], labels: list[RunLabel]) -> RunRecord:
+    """The base model itself under h: the base model the trained runs were trained from, where one such run
+    is given; else the first run."""
+    bases = {m for lab in labels if lab.training and lab.training.record for m in _base_of(lab.training.record)}
+    for run, lab in zip(runs, labels, strict=True):
+        if lab.kind == "base" and lab.harness == "h" and not lab.reviewer and (not bases or lab.model in bases):
+            return run
+    return runs[0]
 
 
 def unique_labels(labels: list[RunLabel], runs: list[RunRecord]) -> list[str]:
@@ -142,6 +194,11 @@ def add_recovery(runs: list[RunRecord], labels: list[RunLabel], *, rule: Rule, m
     plain = [(r, lab) for r, lab in zip(runs, labels, strict=True) if not lab.reviewer]
     base_h = [r for r, lab in plain if lab.kind == "base" and lab.harness == "h"]
     base_hstar = [r for r, lab in plain if lab.kind == "base" and lab.harness.startswith("h*")]
+    if len(base_h) > 1:  # the base model itself beside a recorded student: the pair under h and h* is one student's
+        models = {r.name: lab.model for r, lab in plain}
+        paired_h = [r for r in base_h if any(models[r.name] == models[s.name] for s in base_hstar)]
+        base_h = paired_h if len(paired_h) == 1 else base_h
+        base_hstar = [s for s in base_hstar if any(models[s.name] == models[r.name] for r in base_h)]
     tuned = [r for r, lab in plain if lab.kind not in ("base", "oracle") and lab.harness == "h"]
     kinds = {r.name: lab.kind for r, lab in plain}
     if len(base_h) != 1 or len(base_hstar) != 1 or not tuned:
@@ -161,18 +218,21 @@ def compare(runs: list[RunRecord], *, baseline: Path | None = None, seed: int = 
     if len({r.path.resolve() for r in runs}) != len(runs):
         raise UnscaffoldError("compare: a run is named twice")
     check_comparable(runs)
-    base = runs[0]
+    labels = [r.label() for r in runs]
+    base = default_baseline(runs, labels)
     if baseline is not None:
         base = next((r for r in runs if r.path.resolve() == Path(baseline).resolve()), None)  # type: ignore[assignment]
         if base is None:
             raise UnscaffoldError(f"--baseline {baseline}: not one of the compared runs")
-    labels = [r.label() for r in runs]
     names = unique_labels(labels, runs)
     reference = base.success()
+    marks = row_marks(runs, labels, base)
+    ranked = [not (lab.training and not lab.training.trained) for lab in labels]
     rows = [RunRow(run=r.name, label=name, what=lab, student=r.results.student, n_tasks=len(r.tasks()),
                    n_trials=len(r.trials), scores=scores(r, seed),
-                   vs_baseline=None if r is base else paired(r.success(), reference, seed=seed), cost=cost(r, lab))
-            for r, lab, name in zip(runs, labels, names, strict=True)]
+                   vs_baseline=None if r is base or not rank else paired(r.success(), reference, seed=seed),
+                   cost=cost(r, lab), marks=mark, ranked=rank)
+            for r, lab, name, mark, rank in zip(runs, labels, names, marks, ranked, strict=True)]
     tables, note = add_recovery(runs, labels, rule=rule, min_eligible=min_eligible, bank=bank, taught=taught)
     return Comparison(suite=base.results.suite, split=base.results.split, n_tasks=len(base.tasks()),
                       baseline=base.name, seed=seed, runs=rows, recovery=tables, recovery_note=note,

@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from unscaffold.errors import UnscaffoldError
-from unscaffold.iojson import load_model, read_json
+from unscaffold.iojson import load_model, read_json, validation_error
 from unscaffold.llm.registry import parse_spec
+from unscaffold.training_record import RECORD_KEY, TrainingRecord
 
 MODEL_RECORD = "model.json"
 
@@ -43,6 +44,12 @@ class Training(BaseModel):
     effective_group_rate: float | None = Field(None, description="rescue: share of trained groups with a success "
                                                "and a failure")
     extra_rollout_pct: float | None = Field(None, description="rescue: rollouts beyond plain GRPO, in percent")
+    record: TrainingRecord | None = Field(None, description="base model, train tasks, settings, full cost")
+
+    @property
+    def trained(self) -> bool:
+        """False where the trainer recorded that no update moved the weights."""
+        return self.record is None or self.record.trained
 
 
 class RunLabel(BaseModel):
@@ -85,6 +92,17 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def _record(summary: Path, data: object) -> TrainingRecord | None:
+    """summary.json's training record, where the trainer wrote one."""
+    raw = data.get(RECORD_KEY) if isinstance(data, dict) else None
+    if raw is None:
+        return None
+    try:
+        return TrainingRecord.model_validate(raw)
+    except ValidationError as e:
+        raise validation_error(str(summary), e, prefix=RECORD_KEY) from None
+
+
 def training_of(adapter: Path) -> Training | None:
     """Read the trainer's own files for an adapter folder; None when none is there."""
     folder = rescue_folder(adapter)
@@ -93,8 +111,10 @@ def training_of(adapter: Path) -> Training | None:
         summary = read_json(folder / "summary.json") if (folder / "summary.json").is_file() else {}
         summary = summary if isinstance(summary, dict) else {}
         method = summary.get("method") or summary.get("router")
-        return Training(recipe="rescue", method=str(method) if method else None,
-                        steps=max((_int(r.get("step")) or 0 for r in rows), default=0),
+        record = _record(folder / "summary.json", summary)
+        return Training(recipe="rescue", method=str(method) if method else None, record=record,
+                        steps=record.cost.optimiser_steps if record else max((_int(r.get("step")) or 0 for r in rows),
+                                                                             default=0),
                         rollouts=sum(_int(r.get("rollouts")) or 0 for r in rows),
                         wall_s=_number(summary.get("wall_s")),
                         effective_group_rate=_number(summary.get("effective_group_rate")),
@@ -105,7 +125,7 @@ def training_of(adapter: Path) -> Training | None:
         if steps is None and (adapter / "train_log.jsonl").is_file():
             steps = max((_int(r.get("step")) or 0 for r in _jsonl(adapter / "train_log.jsonl")), default=0)
         wall = _number(summary.get("train_seconds")) if isinstance(summary, dict) else None
-        return Training(recipe="sft", steps=steps, wall_s=wall)
+        return Training(recipe="sft", steps=steps, wall_s=wall, record=_record(adapter / "summary.json", summary))
     return None
 
 

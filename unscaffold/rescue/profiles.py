@@ -77,13 +77,25 @@ def paired_examples(table: ValidationTable, sibling: str) -> list[str]:
     return out[:MAX_PAIRS]
 
 
+class CallMeter(BaseModel):
+    """The router's LLM calls and their tokens: part of a training's cost."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
 def ask(provider: ModelProvider, key: str, prompt: str, user: str, tool: dict[str, Any],
-        schema: type[BaseModel]) -> BaseModel | None:
+        schema: type[BaseModel], meter: CallMeter | None = None) -> BaseModel | None:
     """One structured answer, sent back with its error up to TRIES times; None when it never validates."""
     model = provider.for_trial(key)
     messages = [Message(role="system", content=prompt), Message(role="user", content=user)]
     for _ in range(TRIES):
         response = model.complete(messages, [tool])
+        if meter is not None:
+            meter.calls += 1
+            meter.input_tokens += response.usage.input_tokens
+            meter.output_tokens += response.usage.output_tokens
         call = response.tool_calls[0] if response.tool_calls else None
         try:
             if call is None or call.name != tool["function"]["name"] or call.arguments is None:
@@ -116,6 +128,7 @@ class AdaptiveRouter:
         self.siblings, self.profilers, self.voters = list(siblings), profilers, voters
         self.anchors = 0
         self.invalid_votes = 0
+        self.meter = CallMeter()
         self.reanchor(table)
 
     @classmethod
@@ -137,7 +150,7 @@ class AdaptiveRouter:
                 if not pairs:
                     break
                 got = ask(provider, f"profile:{sibling}", PROFILE_PROMPT,
-                          f"Sibling harness: {sibling}\n\n" + "\n\n".join(pairs), PROFILE_TOOL, Profile)
+                          f"Sibling harness: {sibling}\n\n" + "\n\n".join(pairs), PROFILE_TOOL, Profile, self.meter)
                 if isinstance(got, Profile):
                     merged.prefer += [e for e in got.prefer if e not in merged.prefer]
                     merged.avoid += [e for e in got.avoid if e not in merged.avoid]
@@ -156,7 +169,7 @@ class AdaptiveRouter:
         user = (f"Task {task.task_id}:\n{task.text}\n\nHarnesses: {', '.join(candidates)}\n\n"
                 f"Profiles:\n{render_profiles(self.profiles)}")
         for provider in self.voters:
-            got = ask(provider, f"vote:{task.task_id}", VOTE_PROMPT, user, RANKING_TOOL, Ranking)
+            got = ask(provider, f"vote:{task.task_id}", VOTE_PROMPT, user, RANKING_TOOL, Ranking, self.meter)
             names = list(dict.fromkeys(n for n in got.ranking if n in points)) if isinstance(got, Ranking) else []
             if not names:
                 self.invalid_votes += 1

@@ -35,6 +35,7 @@ from unscaffold.rescue.pool import BASE
 from unscaffold.rescue.routers import ROUTERS, ControlRouter, Router, TaskView, pick, prefers_base
 from unscaffold.rescue.settings import PoolFile, Profilers, ValidationTable, Voters, default_router
 from unscaffold.sft.config import LORA_ALPHA, LORA_RANK, RECIPE_SEED
+from unscaffold.training_record import Clock, Rollouts, TrainingCost, TrainingRecord, lora_moved
 
 METRICS = "metrics.jsonl"
 TRL_LOG = "trl_log.jsonl"  # TRL's own per-optimiser-step logs: loss, clip ratios, entropy
@@ -181,7 +182,9 @@ class MetricsRecorder:
         in_effective = sum(sum(row_tokens[g * k:(g + 1) * k]) for g, o in enumerate(outcomes)
                            if effective(o.rewards, self.success))
         base_pref = [prefers_base(self.router, self.tasks[o.task_id]) for o in outcomes]
-        line = {"step": self.step, **stats.model_dump(), "method": self.router.name, "router": self.router.name,
+        line = {"step": self.step, "tasks": [o.task_id for o in outcomes], **stats.model_dump(),
+                "effective_groups": sum(effective(o.rewards, self.success) for o in outcomes),
+                "method": self.router.name, "router": self.router.name,
                 "effective_token_share": in_effective / tokens if tokens else 0.0,
                 "base_preferred_rate": sum(base_pref) / len(base_pref) if base_pref else 0.0,
                 "trained_tokens": int(tokens),
@@ -236,6 +239,7 @@ def train_on(suite: Suite, config: RescueTrainConfig, progress: Callable[[dict[s
     from unscaffold.rescue.pool import load_pool, materialise, shipped_pool
     from unscaffold.rescue.prompts import prompt_rows, task_openings
 
+    clock = Clock()
     state = process_state()
     main = state.is_main_process
     tasks = suite.tasks(config.split)
@@ -297,15 +301,22 @@ def train_on(suite: Suite, config: RescueTrainConfig, progress: Callable[[dict[s
 
     trainer.remove_callback(PrinterCallback)  # metrics.jsonl and the caller's progress report instead
     trainer.add_callback(trl_log_callback(config.out / TRL_LOG, main))
+    runner = None
     if config.reanchor_every:
-        trainer.add_callback(reanchor_callback(config, suite, harnesses, router, model_path))
+        callback, runner = reanchor_callback(config, suite, harnesses, router, model_path)
+        trainer.add_callback(callback)
     t0 = time.monotonic()
     trainer.train()
     trainer.save_model(str(config.out / "adapter"))
     if not main:  # the main process writes the records; the others return what it wrote
         state.wait_for_everyone()
         return json.loads((config.out / "summary.json").read_text())
-    summary = summarise(recorder.lines, wall_s=time.monotonic() - t0)
+    summary = summarise(recorder.lines, wall_s=time.monotonic() - t0, optimiser_steps=trainer.state.global_step)
+    record = rescue_record(config, model_path, [t.id for t in tasks], recorder.lines, summary, clock,
+                           fillers=trainer.rescue.fillers, reanchor_trials=runner.trials if runner else 0,
+                           router=router, moved=lora_moved(trainer.model))
+    summary.update(trained=record.trained, not_trained_reason=record.not_trained_reason,
+                   record=record.model_dump(mode="json"))
     from unscaffold.rescue.router_state import ROUTER_STATE, save_router
 
     save_router(router, config.out / ROUTER_STATE, list(views.values()), seed=config.seed,
@@ -347,8 +358,9 @@ def trl_log_callback(path: Path, main: bool = True) -> Any:
 
 
 def reanchor_callback(config: RescueTrainConfig, suite: Any, harnesses: dict[str, Any], router: Router,
-                      model_path: Path) -> Any:
-    """Every `reanchor_every` steps: save the adapter, run the validation tasks with it, re-anchor the router."""
+                      model_path: Path) -> tuple[Any, Any]:
+    """Every `reanchor_every` steps: save the adapter, run the validation tasks with it, re-anchor the router.
+    Returns the callback and the runner (which counts its validation rollouts)."""
     from transformers import TrainerCallback
 
     from unscaffold.rescue.reanchor import Reanchor
@@ -375,7 +387,7 @@ def reanchor_callback(config: RescueTrainConfig, suite: Any, harnesses: dict[str
             kwargs["model"].save_pretrained(str(checkpoint))
             router.reanchor(runner.run(state.global_step, checkpoint))  # type: ignore[attr-defined]
 
-    return ReanchorCallback()
+    return ReanchorCallback(), runner
 
 
 def make_trainer(config: RescueTrainConfig, model_path: Path, factories: dict[str, Any], rows: list[dict[str, Any]],
@@ -413,13 +425,16 @@ def make_trainer(config: RescueTrainConfig, model_path: Path, factories: dict[st
         rescue=RescueHook(success=config.success, **hook), tool_schemas=tool_schemas)
 
 
-def summarise(lines: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
+def summarise(lines: list[dict[str, Any]], wall_s: float, optimiser_steps: int) -> dict[str, Any]:
+    """`steps` counts optimiser steps; each line of metrics.jsonl is one generation batch."""
     groups = sum(line["groups"] for line in lines)
     rescued = sum(line["rescued_groups"] for line in lines)
     rollouts = sum(line["rollouts"] for line in lines)
     grpo = sum(line["grpo_rollouts"] for line in lines)
     return {
-        "steps": len(lines),
+        "steps": optimiser_steps,
+        "generation_batches": len(lines),
+        "effective_groups": sum(line.get("effective_groups", 0) for line in lines),
         "effective_group_rate": sum(line["effective_group_rate"] * line["groups"] for line in lines) / groups
         if groups else 0.0,
         "base_effective_group_rate": sum(line["base_effective_group_rate"] * line["groups"] for line in lines)
@@ -431,3 +446,35 @@ def summarise(lines: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
         "extra_rollout_pct": 100.0 * (rollouts - grpo) / grpo if grpo else 0.0,
         "wall_s": wall_s,
     }
+
+
+def rescue_record(config: RescueTrainConfig, model_path: Path, task_ids: list[str], lines: list[dict[str, Any]],
+                  summary: dict[str, Any], clock: Clock, *, fillers: int, reanchor_trials: int, router: Router,
+                  moved: bool) -> TrainingRecord:
+    """The run's record: every rollout it sampled, the router's LLM calls, and whether it trained at all."""
+    table = getattr(router, "table", None)
+    validation = sum(len(v) for t in table.tasks for v in t.rewards.values()) if table is not None else 0
+    meter = getattr(router, "meter", None)
+    wall, cpu, gpu = clock.seconds()
+    grpo = sum(line["grpo_rollouts"] for line in lines)
+    cost = TrainingCost(
+        rollouts=Rollouts(base=grpo, rescue=summary["rollouts"] - grpo, filler=fillers, reanchor=reanchor_trials,
+                          validation=validation),
+        router_calls=meter.calls if meter else 0,
+        router_tokens={"input": meter.input_tokens, "output": meter.output_tokens} if meter else {},
+        optimiser_steps=summary["steps"], generation_batches=summary["generation_batches"],
+        cpu_s=cpu, gpu_s=gpu, wall_s=wall)
+    reason = None
+    if not summary["effective_groups"]:
+        reason = ("no effective group: every group's rewards were equal, so every advantage and every gradient "
+                  "was zero")
+    elif not moved:
+        reason = "every update was zero: the adapter's LoRA B weights are still zero"
+    return TrainingRecord(
+        recipe="rescue", method=config.router, base_model=config.model, base_model_path=str(model_path),
+        suite=config.suite, train_tasks=sorted(task_ids), seed=config.seed, trained=reason is None,
+        not_trained_reason=reason, cost=cost,
+        evaluation={"suite": config.suite, "split": config.split, "opening": config.opening,
+                    "max_turns": config.max_tool_calls, "command_timeout_s": config.command_timeout_s,
+                    "max_completion_length": config.max_completion_length, "temperature": config.temperature,
+                    "success": config.success})

@@ -100,6 +100,7 @@ class RescueHook:
     def __init__(self, pick: Callable[[str, int], list[str]] | None, rescue_row: Callable[[dict[str, Any], str], dict],
                  record: Callable[[list[GroupOutcome], list[float]], None], success: float = SUCCESS) -> None:
         self.pick, self.rescue_row, self.record, self.success = pick, rescue_row, record, success
+        self.fillers = 0  # rollouts sampled only to even out the processes' shares (cost, never trained)
 
 
 class RescueGRPOTrainer(GRPOTrainer):
@@ -171,6 +172,7 @@ class RescueGRPOTrainer(GRPOTrainer):
             mine = plan.rows[rank]
             rows = [self.rescue.rescue_row(inputs[r - rank * n], picks[r // k][r % k]) for r in mine]
             rescued = super()._generate_and_score_completions(rows + [inputs[0]] * (plan.share - len(mine)))
+            self.rescue.fillers += plan.share * world - len(failed) * k
             scored = self._scored_rewards()
             at = {r: scored[p * plan.share + j] for p, held in enumerate(plan.rows)
                   for j, r in enumerate(held)}
