@@ -133,8 +133,9 @@ def test_rescue_train_tiny_model_rescues_and_learns(tmp_path: Path, monkeypatch:
     assert lora_b and any(float(t.abs().sum()) > 0 for t in lora_b)  # LoRA B starts at zero: it moved
     summary = json.loads((out / "summary.json").read_text())
     assert (summary["rescued_groups"], summary["method"], summary["rollouts"]) == (2, "random", 16)
-    assert summary["notes"] == ["the pool holds 2 siblings for K = 4: each rescue group cycles through the random "
-                                "router's ranking, so some siblings sample 2 rollouts"]
+    assert summary["notes"] == ["warning: the pool holds 2 siblings for top-k 4: every rescue group holds every "
+                                "sibling, so the random router only chooses which sample more than once; give a "
+                                "larger pool or a smaller --top-k"]
     from unscaffold.behaviors.labels import label_run
 
     label = label_run(tmp_path, {"student": f"hf:tiny+{out / 'adapter'}", "harness": "minimal"})
@@ -260,19 +261,18 @@ def test_published_controls_with_the_tiny_model(method: str, tmp_path: Path, mon
 
 def test_control_routers_pick_their_fixed_harnesses() -> None:
     from unscaffold.rescue.routers import TaskView
-    from unscaffold.rescue.train import RescueTrainConfig, build_router, rescue_harnesses
+    from unscaffold.rescue.train import RescueTrainConfig, build_router, fixed_mixture, pool_notes, rescue_harnesses
 
     siblings = ["docs-first", "submit-guard", "page-all"]
     task = TaskView(task_id="t", text="anything")
-    picks = {}
-    for method in ("same", "fixed"):
-        config = RescueTrainConfig(suite="appworld_lite", model="tiny", out=Path("/unused"), router=method)
-        picks[method] = rescue_harnesses(build_router(config, siblings), task, 4)
-    assert picks == {"same": ["base"] * 4, "fixed": ["docs-first", "submit-guard", "page-all", "docs-first"]}
-    other = TaskView(task_id="u", text="something else")
-    fixed = build_router(RescueTrainConfig(suite="appworld_lite", model="tiny", out=Path("/u"), router="fixed"),
-                         siblings)
-    assert rescue_harnesses(fixed, other, 4) == picks["fixed"]  # the same mixture whatever the task
+    config = RescueTrainConfig(suite="appworld_lite", model="tiny", out=Path("/unused"), router="same")
+    assert rescue_harnesses(build_router(config, siblings), task, 4) == ["base"] * 4
+    # the fixed mixture spreads every group's rollouts over base and the pool, not only rescue groups
+    assert fixed_mixture(siblings, 8) == ["base", "docs-first", "submit-guard", "page-all"] * 2
+    fixed = RescueTrainConfig(suite="appworld_lite", model="tiny", out=Path("/u"), router="fixed")
+    assert pool_notes(fixed, siblings) == ["fixed mixture: every group's 8 rollouts under base, docs-first, "
+                                           "submit-guard, page-all, base, docs-first, submit-guard, page-all (no "
+                                           "rescue step)"]
 
 
 def test_environment_methods_carry_their_harness_schemas(tmp_path: Path) -> None:
@@ -303,3 +303,27 @@ def test_options_the_trainer_cannot_honour_are_refused_before_loading(tmp_path: 
                                       "--vllm-mode", "server", "--out", str(tmp_path / "unused-rescue-run")])
     assert result.exit_code == 2
     assert result.output.strip().splitlines()[-1].startswith("error: --vllm-mode: server mode is not supported")
+
+
+@needs_bwrap
+def test_fixed_mixture_spreads_every_group_over_the_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The published fixed-mixture control samples every group's rollouts under base and the siblings in pool
+    order (not only the groups that failed), and never rescues."""
+    monkeypatch.setenv("UNSCAFFOLD_CACHE", str(tmp_path / "cache"))
+    scored: list[str] = []
+    original = HarnessEnvironment.get_reward
+
+    def spy(self: HarnessEnvironment) -> float:
+        scored.append(self.context.harness_name)
+        return original(self)
+
+    monkeypatch.setattr(HarnessEnvironment, "get_reward", spy)
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["rescue", "train", "appworld_lite", "--model", "tiny", "--pool",
+                                      str(_write(tmp_path)), "--router", "fixed", "--max-steps", "1", "--k", "4",
+                                      "--tasks-per-step", "1", "--steps-per-generation", "1",
+                                      "--max-completion-length", "16", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert sorted(scored) == ["base", "base", "docs-first", "submit-guard"]
+    [line] = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert (line["rescued_groups"], line["rollouts"], line["method"]) == (0, 4, "fixed")

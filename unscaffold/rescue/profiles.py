@@ -142,6 +142,7 @@ class AdaptiveRouter:
         self.table = table
         self.fallback = RuleRouter(self.siblings, table)
         self._rankings: dict[str, list[str]] = {}  # a task's ranking holds until the next re-anchoring
+        self._points: dict[str, dict[str, float]] = {}  # its Borda points (or the rule fallback's rates)
         self.profiles: dict[str, Profile] = {}
         for sibling in self.siblings:
             pairs = paired_examples(table, sibling)
@@ -162,6 +163,11 @@ class AdaptiveRouter:
             self._rankings[task.task_id] = self._vote(task)
         return list(self._rankings[task.task_id])
 
+    def scores(self, task: TaskView) -> dict[str, float]:
+        """The votes behind the task's ranking (Borda points), so a tie reads as undecided, never as a choice."""
+        self.rank(task)
+        return dict(self._points.get(task.task_id, {}))
+
     def _vote(self, task: TaskView) -> list[str]:
         candidates = [BASE, *self.siblings]
         points = dict.fromkeys(candidates, 0)
@@ -178,7 +184,9 @@ class AdaptiveRouter:
             for position, name in enumerate(names):  # Borda: first of n gets n points
                 points[name] += len(candidates) - position
         if not valid:
+            self._points[task.task_id] = self.fallback.scores(task)
             return self.fallback.rank(task)
+        self._points[task.task_id] = {h: float(v) for h, v in points.items()}
         order = {h: i for i, h in enumerate(candidates)}
         return sorted(candidates, key=lambda h: (-points[h], order[h]))
 

@@ -32,7 +32,7 @@ from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, S
 from unscaffold.rescue.groups import SUCCESS, GroupOutcome, effective, step_stats
 from unscaffold.rescue.objective import CORRECTION_CAP, EPS_HIGH, EPS_LOW, ObjectiveConfig, grpo_objective_args
 from unscaffold.rescue.pool import BASE
-from unscaffold.rescue.routers import ROUTERS, ControlRouter, Router, TaskView, pick, prefers_base
+from unscaffold.rescue.routers import ROUTERS, ControlRouter, Router, TaskView, default_top_k, pick, prefers_base
 from unscaffold.rescue.settings import PoolFile, Profilers, ValidationTable, Voters, default_router
 from unscaffold.sft.config import LORA_ALPHA, LORA_RANK, RECIPE_SEED
 from unscaffold.training_record import Clock, Rollouts, TrainingCost, TrainingRecord, lora_moved
@@ -42,11 +42,19 @@ TRL_LOG = "trl_log.jsonl"  # TRL's own per-optimiser-step logs: loss, clip ratio
 CONTROLS = ("none", "same", "fixed")  # the published controls beside the routers
 
 
-def rescue_harnesses(router: Router, task: TaskView, k: int) -> list[str]:
-    """The K harnesses of a rescue group: K times the base for `same`, else the router's siblings."""
+def rescue_harnesses(router: Router, task: TaskView, k: int, top_k: int | None = None) -> list[str]:
+    """The K harnesses of a rescue group: K times the base for `same`, else the router's top-k siblings,
+    K / top-k rollouts each."""
     if router.name == "same":
         return [BASE] * k
-    return pick(router, task, k)
+    return pick(router, task, k, top_k)
+
+
+def fixed_mixture(siblings: list[str], k: int) -> list[str]:
+    """The published fixed-mixture control: every group's K rollouts spread over the base harness and the pool
+    in pool order (cycling), whatever the task, with no rescue step."""
+    order = [BASE, *siblings]
+    return [order[i % len(order)] for i in range(k)]
 
 
 class RescueTrainConfig(BaseModel):
@@ -73,7 +81,10 @@ class RescueTrainConfig(BaseModel):
     opening: str | None = Field(None, description="How an episode starts, as `run --opening` (default: the "
                                 "suite's).", json_schema_extra=flag("--opening"))
     max_steps: int = Field(10, ge=1, description="Optimiser steps.", json_schema_extra=flag("--max-steps"))
-    k: int = Field(8, ge=2, description="Rollouts per task, and siblings per rescue.", json_schema_extra=flag("--k"))
+    k: int = Field(8, ge=2, description="Rollouts per task (K), and per rescue group.", json_schema_extra=flag("--k"))
+    top_k: int | None = Field(None, ge=1, description="Siblings the router picks per rescue group, each sampled "
+                              "K / top-k times (default: 4 at K = 8, as the published 4 harnesses x 2 samples; "
+                              "else the largest divisor of K up to 4).", json_schema_extra=flag("--top-k"))
     tasks_per_step: int = Field(4, ge=1, description="Tasks (groups) per generation batch, over all processes.",
                                 json_schema_extra=flag("--tasks-per-step"))
     steps_per_generation: int = Field(2, ge=1, description="Optimiser steps per generation batch (> 1: the clip "
@@ -138,18 +149,30 @@ def check_options(config: RescueTrainConfig) -> None:
         across = f" x {world} processes" if world > 1 else ""
         raise InputError("--steps-per-generation", None, f"{config.steps_per_generation}{across} does not divide "
                          f"the {rows} rollouts of a generation batch (K {config.k} x {config.tasks_per_step} tasks)")
+    if config.top_k is not None and (config.top_k > config.k or config.k % config.top_k):
+        raise InputError("--top-k", None, f"{config.top_k} does not divide K = {config.k}: each of the top-k "
+                         "siblings samples K / top-k rollouts")
     if config.use_vllm and config.vllm_mode == "server":
         raise InputError("--vllm-mode", None, "server mode is not supported: a rescue step generates a second "
                          "time within one generation batch, with rows of several harnesses, which a shared vLLM "
                          "server is not tested with; use colocate")
 
 
+def top_k_of(config: RescueTrainConfig) -> int:
+    return config.top_k or default_top_k(config.k)
+
+
 def pool_notes(config: RescueTrainConfig, siblings: list[str]) -> list[str]:
     """What a reader of the summary must know about how rescue groups were drawn."""
-    if config.router in ("none", "same") or len(siblings) >= config.k:
+    if config.router == "fixed":
+        mixture = fixed_mixture(siblings, config.k)
+        return [f"fixed mixture: every group's {config.k} rollouts under {', '.join(mixture)} (no rescue step)"]
+    top_k = top_k_of(config)
+    if config.router in ("none", "same") or len(siblings) > top_k:
         return []
-    return [f"the pool holds {len(siblings)} siblings for K = {config.k}: each rescue group cycles through the "
-            f"{config.router} router's ranking, so some siblings sample {-(-config.k // len(siblings))} rollouts"]
+    return [f"warning: the pool holds {len(siblings)} siblings for top-k {top_k}: every rescue group holds "
+            f"every sibling, so the {config.router} router only chooses which sample more than once; give "
+            "a larger pool or a smaller --top-k"]
 
 
 def resolve_model(spec: str) -> Path:
@@ -182,11 +205,13 @@ class MetricsRecorder:
         in_effective = sum(sum(row_tokens[g * k:(g + 1) * k]) for g, o in enumerate(outcomes)
                            if effective(o.rewards, self.success))
         base_pref = [prefers_base(self.router, self.tasks[o.task_id]) for o in outcomes]
+        undecided = sum(p is None for p in base_pref)
         line = {"step": self.step, "tasks": [o.task_id for o in outcomes], **stats.model_dump(),
                 "effective_groups": sum(effective(o.rewards, self.success) for o in outcomes),
                 "method": self.router.name, "router": self.router.name,
                 "effective_token_share": in_effective / tokens if tokens else 0.0,
-                "base_preferred_rate": sum(base_pref) / len(base_pref) if base_pref else 0.0,
+                "base_preferred_rate": sum(p is True for p in base_pref) / len(base_pref) if base_pref else 0.0,
+                "base_undecided_rate": undecided / len(base_pref) if base_pref else 0.0,
                 "trained_tokens": int(tokens),
                 "rescue_harnesses": [h for o in outcomes for h in o.harnesses],
                 "router_anchors": getattr(self.router, "anchors", 0),
@@ -294,8 +319,10 @@ def train_on(suite: Suite, config: RescueTrainConfig, progress: Callable[[dict[s
     recorder = MetricsRecorder(metrics_path, router, views, config.success, progress)
     trainer = make_trainer(config, model_path, factories, [{"prompt": prompt("base", t.id), "environment": "base",
                                                              "task_id": t.id} for t in tasks],
-                           pick=None if config.router == "none"
-                           else lambda task_id, k: rescue_harnesses(router, views[task_id], k), rescue_row=rescue_row,
+                           pick=None if config.router in ("none", "fixed")
+                           else lambda task_id, k: rescue_harnesses(router, views[task_id], k, top_k_of(config)),
+                           spread=fixed_mixture(pool.names, config.k) if config.router == "fixed" else None,
+                           rescue_row=rescue_row,
                            record=recorder, tool_schemas={name: h.tools() for name, h in harnesses.items()})
     from transformers.trainer_callback import PrinterCallback
 
@@ -322,7 +349,8 @@ def train_on(suite: Suite, config: RescueTrainConfig, progress: Callable[[dict[s
     save_router(router, config.out / ROUTER_STATE, list(views.values()), seed=config.seed,
                 voters=config.voters or config.profilers)
     summary["notes"] = pool_notes(config, pool.names)
-    summary.update(method=config.router, router=router.name, suite=config.suite, pool=str(pool.path),
+    summary.update(method=config.router, router=router.name, top_k=top_k_of(config), suite=config.suite,
+                   pool=str(pool.path),
                    model=str(model_path), world_size=state.num_processes)
     write_json_atomic(config.out / "summary.json", summary)
     from unscaffold.rescue.plot import write_training_plot

@@ -98,8 +98,10 @@ class RescueHook:
     """The unscaffold side of the rescue step: which siblings, the rows to sample, what to record."""
 
     def __init__(self, pick: Callable[[str, int], list[str]] | None, rescue_row: Callable[[dict[str, Any], str], dict],
-                 record: Callable[[list[GroupOutcome], list[float]], None], success: float = SUCCESS) -> None:
+                 record: Callable[[list[GroupOutcome], list[float]], None], success: float = SUCCESS,
+                 spread: list[str] | None = None) -> None:
         self.pick, self.rescue_row, self.record, self.success = pick, rescue_row, record, success
+        self.spread = spread  # the fixed-mixture control: rollout j of every group under spread[j]
         self.fillers = 0  # rollouts sampled only to even out the processes' shares (cost, never trained)
 
 
@@ -155,11 +157,14 @@ class RescueGRPOTrainer(GRPOTrainer):
         return self.accelerator.gather(torch.tensor(local, dtype=torch.float32, device=device)).tolist()
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        k, n = self.num_generations, len(inputs)
+        rank, world = self.accelerator.process_index, self.accelerator.num_processes
+        if self.rescue.spread and self.model.training:  # row r of the global batch is rollout r % K of its group
+            spread = self.rescue.spread
+            inputs = [self.rescue.rescue_row(x, spread[(rank * n + i) % k]) for i, x in enumerate(inputs)]
         out = super()._generate_and_score_completions(inputs)
         if not self.model.training:
             return out
-        k, n = self.num_generations, len(inputs)
-        rank, world = self.accelerator.process_index, self.accelerator.num_processes
         base = self._scored_rewards()  # every rank's rows, in rank order
         task_ids = gather_object([x["task_id"] for x in inputs]) if world > 1 else [x["task_id"] for x in inputs]
         groups = [base[i: i + k] for i in range(0, len(base), k)]
