@@ -37,6 +37,7 @@ class Reanchor(BaseModel):
     out: Path
     sandbox: str = "local"
     max_turns: int = 10
+    temperature: float = 1.0  # the training rollouts' sampling, so the router learns from the policy as it trains
     max_new_tokens: int = 512
     command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S
     trials: int = 0  # validation rollouts run so far (part of the training's cost)
@@ -50,7 +51,7 @@ class Reanchor(BaseModel):
 
         self.check()
         model = HFModel(f"hf:{self.model_path}+{adapter}", str(self.model_path), adapter=str(adapter),
-                        max_new_tokens=self.max_new_tokens)
+                        max_new_tokens=self.max_new_tokens, temperature=self.temperature)
         provider = _Provider(model)
         runs = {}
         for name, harness in self.harnesses.items():

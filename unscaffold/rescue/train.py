@@ -28,6 +28,7 @@ from unscaffold.benchmarks.splits import refuse_test_tasks
 from unscaffold.errors import InputError
 from unscaffold.flags import DataFolder, SplitFile, TaskIds, comma_list_kept_empty, flag
 from unscaffold.iojson import append_jsonl, write_json_atomic
+from unscaffold.minimal_harness.agent import DEFAULT_MAX_TURNS, MaxTurns
 from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, SandboxChoice
 from unscaffold.rescue.groups import SUCCESS, GroupOutcome, effective, step_stats
 from unscaffold.rescue.objective import CORRECTION_CAP, EPS_HIGH, EPS_LOW, ObjectiveConfig, grpo_objective_args
@@ -96,7 +97,7 @@ class RescueTrainConfig(BaseModel):
                                  json_schema_extra=flag("--learning-rate"))
     max_completion_length: int = Field(256, ge=8, description="Tokens per rollout, tool observations included.",
                                        json_schema_extra=flag("--max-completion-length"))
-    max_tool_calls: int = Field(8, ge=1, description="tool-calling iterations per rollout")
+    max_turns: MaxTurns = DEFAULT_MAX_TURNS  # h's turn limit and flag: a rollout has at most as many replies as a run
     temperature: float = Field(1.0, gt=0)
     lora_r: int = LORA_RANK
     lora_alpha: int = LORA_ALPHA
@@ -118,7 +119,8 @@ class RescueTrainConfig(BaseModel):
         json_schema_extra=flag("--reanchor-tasks"))
     reanchor_split: str | None = Field(None, description="Split of the validation task ids.",
                                        json_schema_extra=flag("--reanchor-split"))
-    reanchor_max_turns: int = Field(10, ge=1, description="Turns per validation run.",
+    reanchor_max_turns: int | None = Field(None, ge=1, description="Turns per validation run (default: "
+                                           "--max-turns, as the training rollouts).",
                                     json_schema_extra=flag("--reanchor-max-turns"))
     reanchor_max_new_tokens: int = Field(512, ge=1, description="Tokens per validation turn.",
                                          json_schema_extra=flag("--reanchor-max-new-tokens"))
@@ -403,7 +405,8 @@ def reanchor_callback(config: RescueTrainConfig, suite: Any, harnesses: dict[str
         raise InputError("--reanchor-tasks", None, f"unknown task id(s) {', '.join(unknown)}")
     runner = Reanchor(suite=suite, tasks=[known[t] for t in config.reanchor_tasks], harnesses=harnesses,
                       model_path=model_path, out=config.out / "reanchor", sandbox=config.sandbox,
-                      max_turns=config.reanchor_max_turns, max_new_tokens=config.reanchor_max_new_tokens,
+                      max_turns=config.reanchor_max_turns or config.max_turns, temperature=config.temperature,
+                      max_new_tokens=config.reanchor_max_new_tokens,
                       command_timeout_s=config.command_timeout_s)
     runner.check()
 
@@ -438,7 +441,7 @@ def make_trainer(config: RescueTrainConfig, model_path: Path, factories: dict[st
         // (config.steps_per_generation * world_size()), num_generations=config.k, gradient_accumulation_steps=1,
         max_steps=config.max_steps, learning_rate=config.learning_rate,
         **grpo_objective_args(objective, config.use_vllm),
-        max_completion_length=config.max_completion_length, max_tool_calling_iterations=config.max_tool_calls,
+        max_completion_length=config.max_completion_length, max_tool_calling_iterations=config.max_turns - 1,
         temperature=config.temperature, use_vllm=config.use_vllm, vllm_mode=config.vllm_mode,
         logging_steps=1, save_strategy="no", report_to=[], seed=config.seed, bf16=torch.cuda.is_available(),
         use_cpu=not torch.cuda.is_available(), disable_tqdm=True,
@@ -503,6 +506,6 @@ def rescue_record(config: RescueTrainConfig, model_path: Path, task_ids: list[st
         suite=config.suite, train_tasks=sorted(task_ids), seed=config.seed, trained=reason is None,
         not_trained_reason=reason, cost=cost,
         evaluation={"suite": config.suite, "split": config.split, "opening": config.opening,
-                    "max_turns": config.max_tool_calls, "command_timeout_s": config.command_timeout_s,
+                    "max_turns": config.max_turns, "command_timeout_s": config.command_timeout_s,
                     "max_completion_length": config.max_completion_length, "temperature": config.temperature,
                     "success": config.success})

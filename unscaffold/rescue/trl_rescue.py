@@ -196,6 +196,23 @@ class RescueGRPOTrainer(GRPOTrainer):
             self.rescue.record(outcomes, row_tokens)
         return out
 
+    def _tool_call_loop(self, prompts: Any, prompt_ids: Any, completion_ids: Any, completions: Any,
+                        *rest: Any) -> Any:
+        """TRL's tool loop with h's rules: each reply answered whole as h answers it (`ReplyTools`), and the
+        last reply's calls run as h runs them (TRL's iteration limit is the turn limit less one, so a rollout
+        has as many replies as a run's turns)."""
+        from unscaffold.rescue.environment import HarnessEnvironment, ReplyTools
+
+        tools = [ReplyTools(env, completions[i]) if isinstance(env, HarnessEnvironment) else None
+                 for i, env in enumerate(getattr(self, "environments", None) or [])]
+        if tools and all(t is not None for t in tools):
+            self._sync_tool_dicts = tools
+        out = super()._tool_call_loop(prompts, prompt_ids, completion_ids, completions, *rest)
+        for t in tools:
+            if t is not None:
+                t.finish()
+        return out
+
     def _picks(self, failed: list[int], task_ids: list[str], k: int) -> dict[int, list[str]]:
         """The router's siblings for each failed group, chosen once on the main process and sent to every rank."""
         if not failed or self.rescue.pick is None:
