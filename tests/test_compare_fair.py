@@ -16,10 +16,10 @@ from unscaffold.training_record import Rollouts, TrainingCost, TrainingRecord
 TASKS = {"a": [["ls"]], "b": [["ls"]]}
 
 
-def record(recipe: str, *, tasks: list[str], trained: bool = True, **cost: object) -> dict:
+def record(recipe: str, *, tasks: list[str], trained: bool = True, seed: int = 42, **cost: object) -> dict:
     return TrainingRecord(recipe=recipe, method="random" if recipe == "rescue" else None,  # type: ignore[arg-type]
                           base_model="tiny-wide", base_model_path="/cache/tiny-wide", suite="harbor",
-                          train_tasks=tasks, evaluation={"max_turns": 40}, trained=trained,
+                          train_tasks=tasks, evaluation={"max_turns": 40}, trained=trained, seed=seed,
                           not_trained_reason=None if trained else "no effective group: every group's rewards "
                           "were equal, so every advantage and every gradient was zero",
                           cost=TrainingCost.model_validate(cost)).model_dump(mode="json")
@@ -99,3 +99,54 @@ def test_sft_record_counts_its_collection(tmp_path: Path) -> None:
     alone = sft_record(data, "tiny-wide", "/cache/tiny-wide", 4, 42, Clock(), changed=True)
     assert (alone.train_tasks, alone.notes) == (["t1"], ["sft.report.json not found beside the data: the "
                                                          "collection's cost is not counted"])
+
+
+def test_published_rescue_figure_only_beside_its_own_setup() -> None:
+    from unscaffold.behaviors.compare import PUBLISHED_SETUP, published_for
+    from unscaffold.behaviors.labels import Training
+
+    def training(method: str, suite: str, **evaluation: object) -> Training:
+        rec = TrainingRecord.model_validate(record("rescue", tasks=["t"]))
+        rec = rec.model_copy(update={"method": method, "suite": suite, "evaluation": evaluation})
+        return Training(recipe="rescue", method=method, record=rec)
+
+    shown, note = published_for(training("adaptive", "appworld", k=8, reanchor_every=10))
+    assert (shown.method if shown else None, shown.setup if shown else None, note) == (
+        "Harness-S (adaptive router)", PUBLISHED_SETUP, None)
+    assert published_for(training("adaptive", "appworld", k=8, reanchor_every=0)) == (
+        None, "the adaptive router was never re-anchored; the published one was")
+    assert published_for(training("adaptive", "retrosynthesis", k=8, reanchor_every=10)) == (
+        None, "trained on retrosynthesis, the published figure on AppWorld")
+    assert published_for(training("none", "appworld", k=4)) == (None, "K = 4, the published K = 8")
+    assert published_for(training("random", "appworld", k=8)) == (None, "no published figure for the random method")
+    assert published_for(Training(recipe="rescue", method="same")) == (
+        None, "no training record to check against the published setup")
+
+
+def test_compare_averages_avg_and_pass_at_k_over_training_seeds(tmp_path: Path) -> None:
+    """Three rescue runs that differ only in their training seed, each evaluated with three sampled trials
+    per task: Avg@3 and Pass@3 per run, and their mean over the seeds with an interval."""
+    rewards = [{"a": [1.0, 0.0, 0.0], "b": [0.0, 0.0, 0.0]},  # Avg@3 1/6, Pass@3 1/2
+               {"a": [1.0, 1.0, 0.0], "b": [1.0, 0.0, 0.0]},  # Avg@3 1/2, Pass@3 1
+               {"a": [1.0, 1.0, 1.0], "b": [0.0, 0.0, 0.0]}]  # Avg@3 1/2, Pass@3 1/2
+    three = {"a": [["ls"]] * 3, "b": [["ls"]] * 3}
+    base = hand_run(tmp_path / "base", "harbor", three, student="hf:tiny-wide?temperature=1",
+                    rewards={"a": [0.0] * 3, "b": [0.0] * 3})
+    runs = [base]
+    for seed, r in zip((1, 2, 3), rewards, strict=True):
+        adapter = rescue_adapter(tmp_path / f"rescue-{seed}", record("rescue", tasks=["t"], seed=seed,
+                                                                     optimiser_steps=2))
+        runs.append(hand_run(tmp_path / f"eval-{seed}", "harbor", three, rewards=r,
+                             student=f"hf:tiny-wide+{adapter}?temperature=1"))
+    result = invoke("compare", *runs, "--json")
+    assert result.exit_code == 0, result.output
+    cmp = json.loads(result.stdout)
+    assert [r["k"] for r in cmp["runs"]] == [3, 3, 3, 3] and all(r["marks"] == [] for r in cmp["runs"])
+    assert [round(r["scores"]["avg_at_k"]["value"], 2) for r in cmp["runs"]] == [0.0, 16.67, 50.0, 50.0]
+    assert [r["scores"]["pass_at_k"]["value"] for r in cmp["runs"]] == [0.0, 50.0, 100.0, 50.0]
+    [group] = cmp["seed_groups"]
+    assert (group["label"], group["seeds"], group["k"]) == ("rescue-trained + h (random)", [1, 2, 3], 3)
+    assert round(group["avg_at_k"]["value"], 2) == 38.89 and group["pass_at_k"]["value"] == 66.6667
+    assert group["avg_at_k"]["low"] <= 16.67 and group["avg_at_k"]["high"] == 50.0
+    table = CliRunner().invoke(app, ["compare", *(str(r) for r in runs)], env={"COLUMNS": "400"}).output
+    assert "over training seeds" in table and "Avg@3 [95% CI]" in table and "Pass@3 [95% CI]" in table

@@ -307,7 +307,12 @@ def test_hf_spec_bounds_new_tokens_per_turn() -> None:
     assert parse_spec("hf:tiny+runs/a").max_new_tokens is None
     model: Any = load_provider("hf:tiny?max_new_tokens=7").for_trial("t")
     assert (model.path, model.max_new_tokens) == ("tiny", 7)
-    with pytest.raises(InputError, match=r"--student: unknown hf option 'max_tokens'; only max_new_tokens=N"):
+    with pytest.raises(InputError, match=r"--student: unknown hf option 'max_tokens'; only max_new_tokens=N and "
+                                         r"temperature=T"):
         parse_spec("hf:tiny?max_tokens=7")
+    sampled: Any = load_provider("hf:tiny?max_new_tokens=7&temperature=1").for_trial("t")
+    assert (sampled.max_new_tokens, sampled.temperature) == (7, 1.0)  # sampled trials, for Pass@k
+    with pytest.raises(InputError, match=r"hf temperature 'hot' is not a number"):
+        parse_spec("hf:tiny?temperature=hot")
     with pytest.raises(InputError, match=r"hf max_new_tokens '0' is not a positive integer"):
         parse_spec("hf:tiny?max_new_tokens=0")

@@ -108,10 +108,11 @@ def evaluation_settings(config: Any) -> dict[str, Any]:
     from unscaffold.llm.registry import parse_spec
 
     student = str(config.student)
-    max_new_tokens = parse_spec(student).max_new_tokens if ":" in student else None
+    spec = parse_spec(student) if ":" in student else None
     return {"suite": config.suite, "trials": config.trials, "max_turns": config.agent.max_turns,
             "max_format_errors": config.agent.max_format_errors, "command_timeout_s": config.sandbox.command_timeout_s,
-            "opening": config.opening, "finish_checks": config.finish_checks, "max_new_tokens": max_new_tokens}
+            "opening": config.opening, "finish_checks": config.finish_checks,
+            "max_new_tokens": spec.max_new_tokens if spec else None, "temperature": spec.temperature if spec else None}
 
 
 def sft_record(data: Any, model: str, base_path: str, steps: int, seed: int, clock: Clock,

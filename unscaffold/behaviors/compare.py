@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from unscaffold.behaviors.labels import RunLabel
+from unscaffold.behaviors.labels import RunLabel, Training
 from unscaffold.behaviors.recovery import RecoveryTable, Rule, Shows, check_roles, recovery_table
 from unscaffold.behaviors.runs import RunRecord, check_comparable
 from unscaffold.behaviors.stats import SAMPLES, Interval, Paired, bootstrap, paired
@@ -46,7 +46,9 @@ class RunRow(BaseModel):
     student: str
     n_tasks: int
     n_trials: int
-    scores: dict[str, Interval] = Field(description="pass_at_1, and tgc / sgc where the suite defines them")
+    k: int = Field(1, description="trials per task (the fewest any task has): the k of Avg@k and Pass@k")
+    scores: dict[str, Interval] = Field(description="pass_at_1, avg_at_k and pass_at_k (k > 1: the first k trials "
+                                        "of each task), and tgc / sgc where the suite defines them")
     vs_baseline: Paired | None = Field(description="pass@1 per task minus the baseline's; None for the baseline "
                                        "and for a row that is not ranked")
     cost: Cost
@@ -55,12 +57,17 @@ class RunRow(BaseModel):
     ranked: bool = Field(True, description="False for a training that moved no weight: it is the base model")
 
 
+PUBLISHED_SETUP = ("AppWorld (real), K = 8 rollouts per task, rescue groups of the router's siblings; the adaptive "
+                   "router re-anchored at checkpoints")
+
+
 class Published(BaseModel):
     """A published rescue-training figure, shown beside ours and never mixed with it."""
 
     method: str
     effective_group_rate: float = Field(description="percent")
     extra_rollout_pct: float | None = Field(description="percent of plain GRPO's rollouts")
+    setup: str = Field(PUBLISHED_SETUP, description="the setting the figure was measured in")
 
 
 PUBLISHED_SOURCE = ("published (Harness-S, AppWorld; effective group rate of training, extra rollouts of the 4B "
@@ -70,6 +77,25 @@ PUBLISHED_RESCUE = {
     "same": Published(method="same-harness rescue", effective_group_rate=70.94, extra_rollout_pct=41.25),
     "adaptive": Published(method="Harness-S (adaptive router)", effective_group_rate=79.38, extra_rollout_pct=18.44),
 }
+PUBLISHED_SUITE, PUBLISHED_K = "appworld", 8
+
+
+def published_for(training: Training) -> tuple[Published | None, str | None]:
+    """The published figure of a rescue run's method, only where its suite and settings are the source's;
+    else why none is shown."""
+    published = PUBLISHED_RESCUE.get(training.method or "")
+    if published is None:
+        return None, f"no published figure for the {training.method} method"
+    record = training.record
+    if record is None:
+        return None, "no training record to check against the published setup"
+    if record.suite != PUBLISHED_SUITE:
+        return None, f"trained on {record.suite}, the published figure on AppWorld"
+    if record.evaluation.get("k") != PUBLISHED_K:
+        return None, f"K = {record.evaluation.get('k')}, the published K = {PUBLISHED_K}"
+    if training.method == "adaptive" and not record.evaluation.get("reanchor_every"):
+        return None, "the adaptive router was never re-anchored; the published one was"
+    return published, None
 
 
 class RescueMethodRow(BaseModel):
@@ -81,6 +107,19 @@ class RescueMethodRow(BaseModel):
     extra_rollout_pct: float | None
     rollouts: int | None
     published: Published | None
+    published_note: str | None = Field(None, description="why no published figure is shown beside this run")
+
+
+class SeedGroup(BaseModel):
+    """Runs of one recipe and method from one base model on the same train tasks that differ only in their
+    training seed: the published Avg@k / Pass@k are means over such repeats."""
+
+    label: str
+    runs: list[str]
+    seeds: list[int | None]
+    k: int
+    avg_at_k: Interval = Field(description="mean over the seeds of each run's Avg@k, bootstrap interval over seeds")
+    pass_at_k: Interval | None = Field(None, description="the same for Pass@k (k > 1)")
 
 
 class Comparison(BaseModel):
@@ -95,6 +134,7 @@ class Comparison(BaseModel):
     recovery_note: str
     rescue_methods: list[RescueMethodRow] = Field(default_factory=list)
     published_source: str = PUBLISHED_SOURCE
+    seed_groups: list[SeedGroup] = Field(default_factory=list)
 
 
 def rescue_methods(rows: list[RunRow]) -> list[RescueMethodRow]:
@@ -104,14 +144,33 @@ def rescue_methods(rows: list[RunRow]) -> list[RescueMethodRow]:
         if t is None or t.recipe != "rescue":
             continue
         rate = None if t.effective_group_rate is None else 100.0 * t.effective_group_rate
+        published, note = published_for(t)
         out.append(RescueMethodRow(run=r.label, method=t.method or "?", effective_group_rate=rate,
                                    extra_rollout_pct=t.extra_rollout_pct, rollouts=t.rollouts,
-                                   published=PUBLISHED_RESCUE.get(t.method or "")))
+                                   published=published, published_note=note))
     return out
+
+
+def trials_per_task(run: RunRecord) -> int:
+    return min((len(ts) for ts in run.by_task.values()), default=1)
+
+
+def at_k(run: RunRecord) -> tuple[list[float], list[float]]:
+    """Per task over its first k trials: the share that succeeded (Avg@k) and whether any did (Pass@k)."""
+    k = trials_per_task(run)
+    avg, any_ = [], []
+    for trials in run.by_task.values():
+        wins = [t.reward >= SUCCESS for t in sorted(trials, key=lambda t: t.trial_id)[:k]]
+        avg.append(sum(wins) / k)
+        any_.append(float(any(wins)))
+    return avg, any_
 
 
 def scores(run: RunRecord, seed: int) -> dict[str, Interval]:
     out = {"pass_at_1": bootstrap(list(run.success().values()), seed=seed)}
+    if trials_per_task(run) > 1:
+        avg, any_ = at_k(run)
+        out["avg_at_k"], out["pass_at_k"] = bootstrap(avg, seed=seed), bootstrap(any_, seed=seed)
     if "tgc" in (run.results.model_extra or {}):
         out["tgc"] = bootstrap([sum(t.reward for t in ts) / len(ts) for ts in run.by_task.values()], seed=seed)
     if "sgc" in (run.results.model_extra or {}):
@@ -229,11 +288,39 @@ def compare(runs: list[RunRecord], *, baseline: Path | None = None, seed: int = 
     marks = row_marks(runs, labels, base)
     ranked = [not (lab.training and not lab.training.trained) for lab in labels]
     rows = [RunRow(run=r.name, label=name, what=lab, student=r.results.student, n_tasks=len(r.tasks()),
-                   n_trials=len(r.trials), scores=scores(r, seed),
+                   n_trials=len(r.trials), k=trials_per_task(r), scores=scores(r, seed),
                    vs_baseline=None if r is base or not rank else paired(r.success(), reference, seed=seed),
                    cost=cost(r, lab), marks=mark, ranked=rank)
             for r, lab, name, mark, rank in zip(runs, labels, names, marks, ranked, strict=True)]
     tables, note = add_recovery(runs, labels, rule=rule, min_eligible=min_eligible, bank=bank, taught=taught)
     return Comparison(suite=base.results.suite, split=base.results.split, n_tasks=len(base.tasks()),
                       baseline=base.name, seed=seed, runs=rows, recovery=tables, recovery_note=note,
-                      rescue_methods=rescue_methods(rows))
+                      rescue_methods=rescue_methods(rows), seed_groups=seed_groups(runs, labels, seed))
+
+
+def seed_groups(runs: list[RunRecord], labels: list[RunLabel], seed: int) -> list[SeedGroup]:
+    """Trained runs alike in all but their training seed (same label, method, base model, train tasks and
+    evaluation settings), two or more: Avg@k and Pass@k averaged over the seeds with an interval."""
+    groups: dict[str, list[tuple[RunRecord, RunLabel]]] = defaultdict(list)
+    for run, lab in zip(runs, labels, strict=True):
+        record = lab.training.record if lab.training else None
+        if record is None or not record.trained:
+            continue
+        key = repr((lab.text, record.recipe, record.method, record.base_model, record.train_tasks,
+                    sorted(evaluation_settings(run.config).items())))
+        groups[key].append((run, lab))
+    out = []
+    for members in groups.values():
+        seeds = [lab.training.record.seed for _, lab in members if lab.training and lab.training.record]
+        if len(members) < 2 or len(set(seeds)) < len(seeds):
+            continue
+        k = min(trials_per_task(r) for r, _ in members)
+        per_run = [at_k(r) for r, _ in members]
+        avg = [sum(a) / len(a) for a, _ in per_run]
+        label = members[0][1]
+        method = f" ({label.training.method})" if label.training and label.training.method else ""
+        out.append(SeedGroup(label=label.text + method, runs=[r.name for r, _ in members], seeds=seeds, k=k,
+                             avg_at_k=bootstrap(avg, seed=seed),
+                             pass_at_k=bootstrap([sum(p) / len(p) for _, p in per_run], seed=seed) if k > 1
+                             else None))
+    return out

@@ -169,7 +169,7 @@ def label_run(run_dir: Path, config: dict) -> RunLabel:
     if student == "oracle":
         return RunLabel(kind="oracle", model="oracle", **common)
     spec = parse_spec(student)
-    model = spec.raw if spec.adapter is None else f"hf:{spec.target}"
+    model = f"hf:{spec.target}" if spec.scheme == "hf" else spec.raw  # generation options are evaluation settings
     if spec.adapter is None:
         return RunLabel(kind="base", model=model, **common)
     adapter = Path(spec.adapter)

@@ -6,7 +6,7 @@ from unscaffold.behaviors.compare import Comparison
 from unscaffold.behaviors.recovery import BehaviorRow, PooledRecovery, RecoveryTable
 
 Grid = tuple[list[str], list[list[str]]]
-SCORE_NAMES = {"pass_at_1": "pass@1", "tgc": "TGC", "sgc": "SGC"}
+SCORE_NAMES = {"pass_at_1": "pass@1", "avg_at_k": "Avg@k", "pass_at_k": "Pass@k", "tgc": "TGC", "sgc": "SGC"}
 
 
 def _rate(row: BehaviorRow) -> str:
@@ -69,7 +69,10 @@ def _int(value: int | None) -> str:
 
 def score_grid(cmp: Comparison) -> Grid:
     names = [k for k in SCORE_NAMES if any(k in r.scores for r in cmp.runs)]
-    headers = ["run", "model", *[f"{SCORE_NAMES[k]} [95% CI]" for k in names], "Δ pass@1 vs baseline [95% CI]",
+    ks = {r.k for r in cmp.runs}
+    at = f"@{next(iter(ks))}" if len(ks) == 1 else "@k"
+    shown = {k: SCORE_NAMES[k].replace("@k", at) for k in names}
+    headers = ["run", "model", *[f"{shown[k]} [95% CI]" for k in names], "Δ pass@1 vs baseline [95% CI]",
                "better / worse / same", "marks"]
     rows = []
     for r in cmp.runs:
@@ -121,11 +124,19 @@ def _pct2(value: float | None) -> str:
 def rescue_grid(cmp: Comparison) -> Grid:
     """Our rescue-trained runs' training figures, each beside the published figure of its method."""
     headers = ["run", "method", "published method", "effective groups", "published", "extra rollouts",
-               "published", "training rollouts"]
+               "published", "training rollouts", "published setup"]
     rows = []
     for m in cmp.rescue_methods:
         p = m.published
         rows.append([m.run, m.method, p.method if p else "-", _pct2(m.effective_group_rate),
                      _pct2(p.effective_group_rate) if p else "-", _pct2(m.extra_rollout_pct),
-                     _pct2(p.extra_rollout_pct) if p else "-", _int(m.rollouts)])
+                     _pct2(p.extra_rollout_pct) if p else "-", _int(m.rollouts),
+                     p.setup if p else f"none shown: {m.published_note}"])
     return headers, rows
+
+
+def seed_grid(cmp: Comparison) -> Grid:
+    """Trained runs repeated with other training seeds: Avg@k and Pass@k as means over the seeds."""
+    headers = ["runs", "seeds", "k", "Avg@k over seeds [95% CI]", "Pass@k over seeds [95% CI]"]
+    return headers, [[g.label, ", ".join(str(s) for s in g.seeds), str(g.k), g.avg_at_k.text(),
+                      g.pass_at_k.text() if g.pass_at_k else "-"] for g in cmp.seed_groups]

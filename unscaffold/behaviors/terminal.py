@@ -56,6 +56,8 @@ def print_comparison(result: Comparison) -> None:
     title = f"{result.suite}: {result.n_tasks} tasks, baseline {result.baseline}"
     out.print(grid_table(title, tables.score_grid(result)))
     out.print(grid_table("cost", tables.cost_grid(result), numeric_from=1))
+    if result.seed_groups:
+        out.print(grid_table("over training seeds (bootstrap over seeds)", tables.seed_grid(result), numeric_from=1))
     if result.rescue_methods:
         out.print(grid_table(f"rescue training; {result.published_source}", tables.rescue_grid(result), numeric_from=3))
     out.print(result.recovery_note, highlight=False, soft_wrap=True)

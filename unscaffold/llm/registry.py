@@ -1,4 +1,4 @@
-"""Model specs: `openai:MODEL[@BASE_URL]`, `anthropic:MODEL`, `hf:PATH[+ADAPTER][?max_new_tokens=N]`,
+"""Model specs: `openai:MODEL[@BASE_URL]`, `anthropic:MODEL`, `hf:PATH[+ADAPTER][?max_new_tokens=N][&temperature=T]`,
 `replay:FILE[?latency=S]`."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ class ModelSpec(BaseModel):
     adapter: str | None = None
     latency_s: float = 0.0
     max_new_tokens: int | None = None
+    temperature: float | None = None
     raw: str
 
 
@@ -34,8 +35,9 @@ def parse_spec(spec: str, *, flag: str = "--student") -> ModelSpec:
     if scheme == "hf":
         rest, _, query = rest.partition("?")
         path, _, adapter = rest.partition("+")
+        options = _hf_options(query, flag) if query else {}
         return ModelSpec(scheme=scheme, target=path, adapter=adapter or None, raw=spec,
-                         max_new_tokens=_max_new_tokens(query, flag) if query else None)
+                         max_new_tokens=options.get("max_new_tokens"), temperature=options.get("temperature"))
     if scheme == "replay":
         path, _, query = rest.partition("?")
         latency = 0.0
@@ -51,14 +53,26 @@ def parse_spec(spec: str, *, flag: str = "--student") -> ModelSpec:
     return ModelSpec(scheme=scheme, target=rest, raw=spec)
 
 
-def _max_new_tokens(query: str, flag: str) -> int:
-    """A small model that never learnt to stop would otherwise generate the default 2,048 tokens a turn."""
-    key, _, value = query.partition("=")
-    if key != "max_new_tokens":
-        raise InputError(flag, None, f"unknown hf option {key!r}; only max_new_tokens=N")
-    if not value.isdigit() or int(value) < 1:
-        raise InputError(flag, None, f"hf max_new_tokens {value!r} is not a positive integer")
-    return int(value)
+def _hf_options(query: str, flag: str) -> dict[str, int | float]:
+    """`max_new_tokens=N` (a small model that never learnt to stop would otherwise generate the default 2,048
+    tokens a turn) and `temperature=T` (sampled trials, for Pass@k; default greedy), joined by `&`."""
+    out: dict[str, int | float] = {}
+    for part in query.split("&"):
+        key, _, value = part.partition("=")
+        if key == "max_new_tokens":
+            if not value.isdigit() or int(value) < 1:
+                raise InputError(flag, None, f"hf max_new_tokens {value!r} is not a positive integer")
+            out[key] = int(value)
+        elif key == "temperature":
+            try:
+                out[key] = float(value)
+            except ValueError:
+                raise InputError(flag, None, f"hf temperature {value!r} is not a number") from None
+            if not 0 <= out[key] < float("inf"):
+                raise InputError(flag, None, f"hf temperature {value!r} is not a number >= 0")
+        else:
+            raise InputError(flag, None, f"unknown hf option {key!r}; only max_new_tokens=N and temperature=T")
+    return out
 
 
 class _Shared:
@@ -88,4 +102,5 @@ def load_provider(spec: str, *, flag: str = "--student") -> ModelProvider:
     from unscaffold.llm.hf_backend import HFModel
 
     limit = {"max_new_tokens": s.max_new_tokens} if s.max_new_tokens else {}
-    return _Shared(HFModel(spec, s.target, adapter=s.adapter, **limit))
+    sampling = {"temperature": s.temperature} if s.temperature is not None else {}
+    return _Shared(HFModel(spec, s.target, adapter=s.adapter, **limit, **sampling))

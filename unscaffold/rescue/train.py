@@ -39,6 +39,7 @@ from unscaffold.sft.config import LORA_ALPHA, LORA_RANK, RECIPE_SEED
 from unscaffold.training_record import Clock, Rollouts, TrainingCost, TrainingRecord, lora_moved
 
 METRICS = "metrics.jsonl"
+ADAPTIVE_REANCHOR_EVERY = 10  # the adaptive router re-anchors by default, as the published method does
 TRL_LOG = "trl_log.jsonl"  # TRL's own per-optimiser-step logs: loss, clip ratios, entropy
 CONTROLS = ("none", "same", "fixed")  # the published controls beside the routers
 
@@ -112,8 +113,11 @@ class RescueTrainConfig(BaseModel):
     sandbox: SandboxChoice = "local"
     command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S
     seed: int = Field(RECIPE_SEED, description="Seed.", json_schema_extra=flag("--seed"))
-    reanchor_every: int | None = Field(None, ge=1, description="Steps between re-anchorings of the router on the "
-                                       "current policy's validation runs.", json_schema_extra=flag("--reanchor-every"))
+    reanchor_every: int | None = Field(None, ge=0, description="Optimiser steps between re-anchorings of the router "
+                                       "on the current policy's validation runs (0: never; default: every "
+                                       f"{ADAPTIVE_REANCHOR_EVERY} for adaptive, on the validation table's own tasks "
+                                       "unless --reanchor-tasks names others; never for the other routers).",
+                                       json_schema_extra=flag("--reanchor-every"))
     reanchor_tasks: Annotated[list[str], BeforeValidator(comma_list_kept_empty)] = Field(
         default_factory=list, description="Comma-separated validation task ids the checkpoint runs.",
         json_schema_extra=flag("--reanchor-tasks"))
@@ -158,6 +162,13 @@ def check_options(config: RescueTrainConfig) -> None:
         raise InputError("--vllm-mode", None, "server mode is not supported: a rescue step generates a second "
                          "time within one generation batch, with rows of several harnesses, which a shared vLLM "
                          "server is not tested with; use colocate")
+
+
+def reanchor_every(config: RescueTrainConfig) -> int:
+    """Steps between re-anchorings (0: never): the adaptive router re-anchors by default."""
+    if config.reanchor_every is not None:
+        return config.reanchor_every
+    return ADAPTIVE_REANCHOR_EVERY if config.router == "adaptive" else 0
 
 
 def top_k_of(config: RescueTrainConfig) -> int:
@@ -331,7 +342,7 @@ def train_on(suite: Suite, config: RescueTrainConfig, progress: Callable[[dict[s
     trainer.remove_callback(PrinterCallback)  # metrics.jsonl and the caller's progress report instead
     trainer.add_callback(trl_log_callback(config.out / TRL_LOG, main))
     runner = None
-    if config.reanchor_every:
+    if reanchor_every(config):
         callback, runner = reanchor_callback(config, suite, harnesses, router, model_path)
         trainer.add_callback(callback)
     t0 = time.monotonic()
@@ -397,22 +408,25 @@ def reanchor_callback(config: RescueTrainConfig, suite: Any, harnesses: dict[str
 
     if not hasattr(router, "reanchor"):
         raise InputError("--reanchor-every", None, f"the {router.name} router does not learn from validation runs")
-    if not config.reanchor_tasks:
+    task_ids = config.reanchor_tasks or [t.task_id for t in getattr(getattr(router, "table", None), "tasks", [])]
+    if not task_ids:
         raise InputError("--reanchor-tasks", None, "re-anchoring needs validation task ids")
-    known = {t.id: t for t in suite.tasks(config.reanchor_split)}
-    unknown = [t for t in config.reanchor_tasks if t not in known]
+    splits = [config.reanchor_split] if config.reanchor_split or config.reanchor_tasks else suite.splits()
+    known = {t.id: t for split in splits for t in suite.tasks(split)}
+    unknown = [t for t in task_ids if t not in known]
     if unknown:
         raise InputError("--reanchor-tasks", None, f"unknown task id(s) {', '.join(unknown)}")
-    runner = Reanchor(suite=suite, tasks=[known[t] for t in config.reanchor_tasks], harnesses=harnesses,
+    runner = Reanchor(suite=suite, tasks=[known[t] for t in task_ids], harnesses=harnesses,
                       model_path=model_path, out=config.out / "reanchor", sandbox=config.sandbox,
                       max_turns=config.reanchor_max_turns or config.max_turns, temperature=config.temperature,
                       max_new_tokens=config.reanchor_max_new_tokens,
                       command_timeout_s=config.command_timeout_s)
     runner.check()
+    every = reanchor_every(config)
 
     class ReanchorCallback(TrainerCallback):
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            if state.global_step % (config.reanchor_every or 1) or not state.is_world_process_zero:
+            if state.global_step % every or not state.is_world_process_zero:
                 return  # the main process alone routes, so it alone re-anchors
             checkpoint = config.out / "checkpoints" / f"step-{state.global_step}"
             kwargs["model"].save_pretrained(str(checkpoint))
@@ -508,4 +522,5 @@ def rescue_record(config: RescueTrainConfig, model_path: Path, task_ids: list[st
         evaluation={"suite": config.suite, "split": config.split, "opening": config.opening,
                     "max_turns": config.max_turns, "command_timeout_s": config.command_timeout_s,
                     "max_completion_length": config.max_completion_length, "temperature": config.temperature,
-                    "success": config.success})
+                    "success": config.success, "k": config.k, "top_k": top_k_of(config),
+                    "reanchor_every": reanchor_every(config)})
