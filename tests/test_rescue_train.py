@@ -327,3 +327,43 @@ def test_fixed_mixture_spreads_every_group_over_the_pool(tmp_path: Path, monkeyp
     assert sorted(scored) == ["base", "base", "docs-first", "submit-guard"]
     [line] = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert (line["rescued_groups"], line["rollouts"], line["method"]) == (0, 4, "fixed")
+
+
+@needs_bwrap
+def test_warm_start_trains_on_from_an_adapter_and_counts_its_cost(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--init-adapter` continues a LoRA adapter (a short SFT, say): the run's record adds the warm start's
+    cost (its collection, its optimiser steps) to its own."""
+    monkeypatch.setenv("UNSCAFFOLD_CACHE", str(tmp_path / "cache"))
+    from peft import LoraConfig, get_peft_model
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    from unscaffold.iojson import write_json_atomic
+    from unscaffold.llm.tiny import resolve_model_path
+    from unscaffold.training_record import Rollouts, TrainingCost, TrainingRecord
+
+    warm = tmp_path / "warm"
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(resolve_model_path("tiny")),
+                           LoraConfig(r=4, lora_alpha=4, target_modules="all-linear", task_type="CAUSAL_LM"))
+    model.save_pretrained(str(warm))
+    start = load_file(str(warm / "adapter_model.safetensors"))
+    write_json_atomic(warm / "summary.json", {"record": TrainingRecord(
+        recipe="sft", base_model="tiny", base_model_path=resolve_model_path("tiny"), train_tasks=["t"],
+        evaluation={}, trained=True, cost=TrainingCost(rollouts=Rollouts(collection=8), reviewer_calls=40,
+                                                       optimiser_steps=300)).model_dump(mode="json")})
+    out = tmp_path / "run"
+    args = ["rescue", "train", "appworld_lite", "--model", "tiny", "--pool", str(_write(tmp_path)), "--router",
+            "random", "--max-steps", "1", "--k", "2", "--tasks-per-step", "1", "--steps-per-generation", "1",
+            "--max-completion-length", "16", "--out", str(out)]
+    result = CliRunner().invoke(app, [*args, "--init-adapter", str(warm)])
+    assert result.exit_code == 0, result.output
+    record = json.loads((out / "summary.json").read_text())["record"]
+    assert (record["warm_start"], record["cost"]["optimiser_steps"], record["cost"]["reviewer_calls"]) == (
+        str(warm), 301, 40)
+    assert (record["cost"]["rollouts"]["collection"], record["cost"]["rollouts"]["base"]) == (8, 2)
+    saved = load_file(str(out / "adapter" / "adapter_model.safetensors"))
+    assert sorted(saved) == sorted(start)  # the same adapter (rank 4), trained on
+    result = CliRunner().invoke(app, [*args, "--init-adapter", str(tmp_path)])
+    assert (result.exit_code, result.output.strip().splitlines()[-1]) == (
+        2, f"error: --init-adapter: {tmp_path}: not a LoRA adapter folder (no adapter_config.json)")

@@ -62,6 +62,7 @@ class TrainingRecord(BaseModel):
     trained: bool = Field(description="whether any update moved the weights")
     not_trained_reason: str | None = None
     cost: TrainingCost
+    warm_start: str | None = Field(None, description="the adapter training started from; its cost is included")
     notes: list[str] = Field(default_factory=list, description="what the record could not count")
 
 
@@ -159,3 +160,31 @@ def sft_record(data: Any, model: str, base_path: str, steps: int, seed: int, clo
 def lora_moved(model: Any) -> bool:
     """Whether any LoRA B matrix left zero (where PEFT starts it): else the adapter is the base model."""
     return any(float(p.detach().abs().sum()) > 0 for name, p in model.named_parameters() if "lora_B" in name)
+
+
+def add_costs(a: TrainingCost, b: TrainingCost) -> TrainingCost:
+    """Two trainings' costs as one (a warm start and the training that continued it)."""
+    rollouts = Rollouts(**{kind: getattr(a.rollouts, kind) + getattr(b.rollouts, kind) for kind in ROLLOUT_KINDS})
+    return TrainingCost(
+        rollouts=rollouts, reviewer_calls=a.reviewer_calls + b.reviewer_calls,
+        reviewer_tokens=add_tokens(a.reviewer_tokens, b.reviewer_tokens), replacements=a.replacements + b.replacements,
+        router_calls=a.router_calls + b.router_calls, router_tokens=add_tokens(a.router_tokens, b.router_tokens),
+        optimiser_steps=a.optimiser_steps + b.optimiser_steps, generation_batches=a.generation_batches
+        + b.generation_batches, cpu_s=round(a.cpu_s + b.cpu_s, 3), gpu_s=round(a.gpu_s + b.gpu_s, 3),
+        wall_s=round(a.wall_s + b.wall_s, 3))
+
+
+def warm_start_record(adapter: Any) -> TrainingRecord:
+    """The record of the training an adapter came from (`summary.json` beside it), to carry its cost on."""
+    from pathlib import Path
+
+    from unscaffold.errors import InputError
+    from unscaffold.iojson import read_json
+
+    summary = Path(adapter) / "summary.json"
+    data = read_json(summary) if summary.is_file() else None
+    raw = data.get(RECORD_KEY) if isinstance(data, dict) else None
+    if raw is None:
+        raise InputError("--init-adapter", None, f"{adapter}: no summary.json with a training record beside the "
+                         "adapter; its cost could not be counted")
+    return TrainingRecord.model_validate(raw)

@@ -36,7 +36,15 @@ from unscaffold.rescue.pool import BASE
 from unscaffold.rescue.routers import ROUTERS, ControlRouter, Router, TaskView, default_top_k, pick, prefers_base
 from unscaffold.rescue.settings import PoolFile, Profilers, ValidationTable, Voters, default_router
 from unscaffold.sft.config import LORA_ALPHA, LORA_RANK, RECIPE_SEED
-from unscaffold.training_record import Clock, Rollouts, TrainingCost, TrainingRecord, lora_moved
+from unscaffold.training_record import (
+    Clock,
+    Rollouts,
+    TrainingCost,
+    TrainingRecord,
+    add_costs,
+    lora_moved,
+    warm_start_record,
+)
 
 METRICS = "metrics.jsonl"
 ADAPTIVE_REANCHOR_EVERY = 10  # the adaptive router re-anchors by default, as the published method does
@@ -83,6 +91,9 @@ class RescueTrainConfig(BaseModel):
     opening: str | None = Field(None, description="How an episode starts, as `run --opening` (default: the "
                                 "suite's).", json_schema_extra=flag("--opening"))
     max_steps: int = Field(10, ge=1, description="Optimiser steps.", json_schema_extra=flag("--max-steps"))
+    init_adapter: Path | None = Field(None, description="Start from this LoRA adapter (a `train-sft` output of "
+                                      "the same model: a warm start) instead of a fresh one; its training's cost "
+                                      "is counted in this run's record.", json_schema_extra=flag("--init-adapter"))
     k: int = Field(8, ge=2, description="Rollouts per task (K), and per rescue group.", json_schema_extra=flag("--k"))
     top_k: int | None = Field(None, ge=1, description="Siblings the router picks per rescue group, each sampled "
                               "K / top-k times (default: 4 at K = 8, as the published 4 harnesses x 2 samples; "
@@ -151,6 +162,11 @@ def world_rank() -> int:
 def check_options(config: RescueTrainConfig) -> None:
     """Refuse, before anything loads, what the trainer cannot do."""
     rows, world = config.k * config.tasks_per_step, world_size()
+    if config.init_adapter is not None:
+        if not (config.init_adapter / "adapter_config.json").is_file():
+            raise InputError("--init-adapter", None, f"{config.init_adapter}: not a LoRA adapter folder (no "
+                             "adapter_config.json)")
+        warm_start_record(config.init_adapter)
     if rows % (config.steps_per_generation * world):
         across = f" x {world} processes" if world > 1 else ""
         raise InputError("--steps-per-generation", None, f"{config.steps_per_generation}{across} does not divide "
@@ -462,8 +478,12 @@ def make_trainer(config: RescueTrainConfig, model_path: Path, factories: dict[st
     )
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path)
-    lora = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, target_modules="all-linear",
-                      task_type="CAUSAL_LM")
+    lora: LoraConfig | None = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, target_modules="all-linear",
+                                         task_type="CAUSAL_LM")
+    if config.init_adapter is not None:  # a warm start: the adapter trains on from where it was
+        from peft import PeftModel
+
+        model, lora = PeftModel.from_pretrained(model, str(config.init_adapter), is_trainable=True), None
     return RescueGRPOTrainer(
         model=model, args=args, processing_class=tokenizer, train_dataset=Dataset.from_list(rows),
         environment_factory=factories, peft_config=lora,
@@ -509,6 +529,9 @@ def rescue_record(config: RescueTrainConfig, model_path: Path, task_ids: list[st
         router_tokens={"input": meter.input_tokens, "output": meter.output_tokens} if meter else {},
         optimiser_steps=summary["steps"], generation_batches=summary["generation_batches"],
         cpu_s=cpu, gpu_s=gpu, wall_s=wall)
+    warm = warm_start_record(config.init_adapter) if config.init_adapter else None
+    if warm is not None:
+        cost = add_costs(warm.cost, cost)
     reason = None
     if not summary["effective_groups"]:
         reason = ("no effective group: every group's rewards were equal, so every advantage and every gradient "
@@ -518,7 +541,7 @@ def rescue_record(config: RescueTrainConfig, model_path: Path, task_ids: list[st
     return TrainingRecord(
         recipe="rescue", method=config.router, base_model=config.model, base_model_path=str(model_path),
         suite=config.suite, train_tasks=sorted(task_ids), seed=config.seed, trained=reason is None,
-        not_trained_reason=reason, cost=cost,
+        not_trained_reason=reason, cost=cost, warm_start=str(config.init_adapter) if warm else None,
         evaluation={"suite": config.suite, "split": config.split, "opening": config.opening,
                     "max_turns": config.max_turns, "command_timeout_s": config.command_timeout_s,
                     "max_completion_length": config.max_completion_length, "temperature": config.temperature,
