@@ -53,6 +53,13 @@ TINY_SFT: dict[str, tuple[str, str]] = {
 TINY_SFT_ARGS = ["--learning-rate", "2e-2", "--warmup-ratio", "0", "--batch-size", "1", "--per-device-batch-size",
                  "1", "--no-gradient-checkpointing"]
 TINY_EVAL = ("?max_new_tokens=320", ["--max-turns", "8"])
+RESCUE_STEPS = 20
+# Rescue GRPO of the tiny model: the recipe's K = 8 would make each generation batch twice as slow here; the
+# tiny model's rollouts follow its evaluation's limits (8 turns) within one token budget per episode.
+TINY_RESCUE_ARGS = ["--k", "4", "--tasks-per-step", "1", "--steps-per-generation", "2", "--max-turns", "8",
+                    "--max-completion-length", "1024", "--learning-rate", "1e-3"]
+BUDGET_RULE = ("both rows take the same optimiser steps on the same rows and tasks: the distilled row {sft} SFT "
+               "steps; the rescue row a warm-start SFT of {warm} steps, then {rescue} rescue GRPO steps")
 REAL = """To produce real figures, run the same pipeline with real models, for example:
   unscaffold demo --student openai:Qwen/Qwen3-8B@http://localhost:8000/v1 \\
       --hstar-student openai:Qwen/Qwen3-8B@http://localhost:8000/v1 \\
@@ -86,9 +93,10 @@ class DemoConfig(BaseModel):
                                   "demo's).", json_schema_extra=flag("--test-tasks"))
     sft_steps: int = Field(400, ge=0, description="LoRA SFT steps (0: the recipe's 2 epochs).",
                            json_schema_extra=flag("--sft-steps"))
-    rescue_steps: int = Field(2, ge=0, description="Rescue GRPO steps of the same base model on the same train "
-                              "tasks, with the suite's shipped pool (0: skip the rescue recipe).",
-                              json_schema_extra=flag("--rescue-steps"))
+    rescue_steps: int = Field(RESCUE_STEPS, ge=0, description="Rescue GRPO optimiser steps of the same base model "
+                              "on the same train tasks, with the suite's shipped pool, after a warm-start SFT of "
+                              "--sft-steps minus these on the same rows, so both rows take the same optimiser "
+                              "steps (0: skip the rescue recipe).", json_schema_extra=flag("--rescue-steps"))
     budget: int = Field(DEFAULT_REPLACE_BUDGET, ge=0, description="REPLACE decisions per trial")
     concurrency: int = Field(2, ge=1)
 
@@ -180,13 +188,23 @@ class Demo:
                  str(out / "tuned"), "--min-eligible", "1", *taught, "--out", str(out / "behaviors.html"))
         self.cli("rescue RL on paper: the simulator compares plain GRPO with sibling rescue", "rescue", "simulate",
                  "--json", stdout_to=out / "rescue_simulate.json")
-        runs = [out / "base_h", out / "base_hstar", out / "tuned"]
+        self.cli("evaluate the base model itself under h: the baseline both trained models are compared with",
+                 "run", SUITE, "--student", f"hf:{c.model}{limit}", *_select(test, "test"), *turns, "--out",
+                 str(out / "base_model_h"))
+        runs = [out / "base_model_h", out / "base_h", out / "base_hstar", out / "tuned"]
         if c.rescue_steps:
-            self.cli("rescue RL for real: GRPO of the same base model on the same train tasks, all-fail groups "
+            warm = warm_start_steps(c)
+            self.console.print(BUDGET_RULE.format(sft=c.sft_steps or "2 epochs of", warm=warm or "1 epoch of",
+                                                  rescue=c.rescue_steps), highlight=False)
+            self.cli("warm start for rescue RL: a shorter SFT on the same rows, so the policy earns some reward",
+                     "train-sft", str(out / "sft.jsonl"), "--model", c.model,
+                     *(["--max-steps", str(warm)] if warm else ["--epochs", "1"]), *(TINY_SFT_ARGS if tiny else []),
+                     "--out", str(out / "adapter_warm"))
+            self.cli("rescue RL for real: GRPO of the warm-started model on the same train tasks, all-fail groups "
                      "re-sampled under the suite's sibling harnesses", "rescue", "train", SUITE, "--model", c.model,
-                     *(["--tasks", ",".join(train)] if train else []), "--max-steps", str(c.rescue_steps),
-                     "--k", "4", "--tasks-per-step", "1", "--steps-per-generation", "1",
-                     "--max-completion-length", "48", "--out", str(out / "rescue"))
+                     "--init-adapter", str(out / "adapter_warm"), *(["--tasks", ",".join(train)] if train else []),
+                     "--max-steps", str(c.rescue_steps), *(TINY_RESCUE_ARGS if tiny else []),
+                     "--out", str(out / "rescue"))
             rescued = f"hf:{c.model}+{out / 'rescue' / 'adapter'}{limit}"
             self.cli("evaluate the rescue-trained student under h alone, on the same test tasks", "run", SUITE,
                      "--student", rescued, *_select(test, "test"), *turns, "--out", str(out / "rescue_h"))
@@ -216,6 +234,12 @@ class Demo:
         for i, s in enumerate(self.steps, 1):
             table.add_row(f"{i}. {s.name}", f"{s.seconds:.1f}", "yes" if s.ok else "no")
         self.console.print(table)
+
+
+def warm_start_steps(config: DemoConfig) -> int:
+    """SFT steps of the rescue row's warm start (0: one epoch, where the SFT runs the recipe's two): the
+    stated budget rule gives both rows the same optimiser steps."""
+    return max(config.sft_steps - config.rescue_steps, 1) if config.sft_steps else 0
 
 
 def _select(ids: list[str], split: str) -> list[str]:
