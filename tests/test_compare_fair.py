@@ -150,3 +150,25 @@ def test_compare_averages_avg_and_pass_at_k_over_training_seeds(tmp_path: Path) 
     assert group["avg_at_k"]["low"] <= 16.67 and group["avg_at_k"]["high"] == 50.0
     table = CliRunner().invoke(app, ["compare", *(str(r) for r in runs)], env={"COLUMNS": "400"}).output
     assert "over training seeds" in table and "Avg@3 [95% CI]" in table and "Pass@3 [95% CI]" in table
+
+
+def test_lora_moved_from_zero_or_from_a_warm_start() -> None:
+    """A fresh adapter trained when its B matrices left zero; a warm start when they left where they started."""
+    import torch
+
+    from unscaffold.training_record import lora_b, lora_moved
+
+    class Adapter(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lora_A, self.lora_B = torch.nn.Parameter(torch.ones(2)), torch.nn.Parameter(torch.zeros(2))
+
+    fresh = Adapter()
+    assert not lora_moved(fresh)
+    fresh.lora_A.data += 1.0  # A alone moving changes nothing the adapter outputs while B is zero
+    assert not lora_moved(fresh)
+    fresh.lora_B.data += 1.0
+    start = lora_b(fresh)
+    assert lora_moved(fresh) and not lora_moved(fresh, start)
+    fresh.lora_B.data[0] = 3.0
+    assert lora_moved(fresh, start)

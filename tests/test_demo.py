@@ -87,6 +87,7 @@ def test_demo_tasks_split_as_stated() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2700)  # the whole pipeline, rescue GRPO included, on a busy 2-core machine
 @needs_bwrap
 def test_the_demo_runs_the_whole_pipeline_offline(tmp_path: Path) -> None:
     out = tmp_path / "demo"

@@ -157,9 +157,21 @@ def sft_record(data: Any, model: str, base_path: str, steps: int, seed: int, clo
                           cost=cost, notes=notes)
 
 
-def lora_moved(model: Any) -> bool:
-    """Whether any LoRA B matrix left zero (where PEFT starts it): else the adapter is the base model."""
-    return any(float(p.detach().abs().sum()) > 0 for name, p in model.named_parameters() if "lora_B" in name)
+def lora_b(model: Any) -> dict[str, Any]:
+    """A copy of the model's LoRA B matrices, to tell afterwards whether training moved them."""
+    return {name: p.detach().clone() for name, p in model.named_parameters() if "lora_B" in name}
+
+
+def lora_moved(model: Any, before: dict[str, Any] | None = None) -> bool:
+    """Whether any LoRA B matrix left where it started: zero (where PEFT starts a fresh adapter, so an adapter
+    with all-zero B is the base model) or, for a warm start, the copy taken before training."""
+    for name, p in model.named_parameters():
+        if "lora_B" not in name:
+            continue
+        start = before.get(name) if before is not None else None
+        if (float(p.detach().abs().sum()) > 0) if start is None else not bool((p.detach() == start).all()):
+            return True
+    return False
 
 
 def add_costs(a: TrainingCost, b: TrainingCost) -> TrainingCost:

@@ -42,6 +42,7 @@ from unscaffold.training_record import (
     TrainingCost,
     TrainingRecord,
     add_costs,
+    lora_b,
     lora_moved,
     warm_start_record,
 )
@@ -361,6 +362,7 @@ def train_on(suite: Suite, config: RescueTrainConfig, progress: Callable[[dict[s
     if reanchor_every(config):
         callback, runner = reanchor_callback(config, suite, harnesses, router, model_path)
         trainer.add_callback(callback)
+    start = lora_b(trainer.model)  # a warm start's B matrices are not zero: whether they moved is what counts
     t0 = time.monotonic()
     trainer.train()
     trainer.save_model(str(config.out / "adapter"))
@@ -370,7 +372,7 @@ def train_on(suite: Suite, config: RescueTrainConfig, progress: Callable[[dict[s
     summary = summarise(recorder.lines, wall_s=time.monotonic() - t0, optimiser_steps=trainer.state.global_step)
     record = rescue_record(config, model_path, [t.id for t in tasks], recorder.lines, summary, clock,
                            fillers=trainer.rescue.fillers, reanchor_trials=runner.trials if runner else 0,
-                           router=router, moved=lora_moved(trainer.model))
+                           router=router, moved=lora_moved(trainer.model, start))
     summary.update(trained=record.trained, not_trained_reason=record.not_trained_reason,
                    record=record.model_dump(mode="json"))
     from unscaffold.rescue.router_state import ROUTER_STATE, save_router
@@ -537,7 +539,7 @@ def rescue_record(config: RescueTrainConfig, model_path: Path, task_ids: list[st
         reason = ("no effective group: every group's rewards were equal, so every advantage and every gradient "
                   "was zero")
     elif not moved:
-        reason = "every update was zero: the adapter's LoRA B weights are still zero"
+        reason = "every update was zero: the adapter's LoRA B weights are where they started"
     return TrainingRecord(
         recipe="rescue", method=config.router, base_model=config.model, base_model_path=str(model_path),
         suite=config.suite, train_tasks=sorted(task_ids), seed=config.seed, trained=reason is None,
