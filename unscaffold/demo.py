@@ -55,9 +55,11 @@ TINY_SFT_ARGS = ["--learning-rate", "2e-2", "--warmup-ratio", "0", "--batch-size
 TINY_EVAL = ("?max_new_tokens=320", ["--max-turns", "8"])
 RESCUE_STEPS = 20
 # Rescue GRPO of the tiny model: the recipe's K = 8 would make each generation batch twice as slow here; the
-# tiny model's rollouts follow its evaluation's limits (8 turns) within one token budget per episode.
+# tiny model's rollouts follow its evaluation's limits (8 turns) within one token budget per episode. Sampled at
+# T = 1 the warm-started tiny model rarely makes a parseable tool call (1 in 8 replies, measured) and earns no
+# reward; at T = 0.3 it calls its tools and some groups mix a success and a failure, so rescue GRPO has a signal.
 TINY_RESCUE_ARGS = ["--k", "4", "--tasks-per-step", "1", "--steps-per-generation", "2", "--max-turns", "8",
-                    "--max-completion-length", "1024", "--learning-rate", "1e-3"]
+                    "--max-completion-length", "1024", "--learning-rate", "1e-3", "--temperature", "0.3"]
 BUDGET_RULE = ("both rows take the same optimiser steps on the same rows and tasks: the distilled row {sft} SFT "
                "steps; the rescue row a warm-start SFT of {warm} steps, then {rescue} rescue GRPO steps")
 REAL = """To produce real figures, run the same pipeline with real models, for example:

@@ -111,7 +111,8 @@ class RescueTrainConfig(BaseModel):
     max_completion_length: int = Field(256, ge=8, description="Tokens per rollout, tool observations included.",
                                        json_schema_extra=flag("--max-completion-length"))
     max_turns: MaxTurns = DEFAULT_MAX_TURNS  # h's turn limit and flag: a rollout has at most as many replies as a run
-    temperature: float = Field(1.0, gt=0)
+    temperature: float = Field(1.0, gt=0, description="Sampling temperature of the rollouts (and of re-anchoring).",
+                               json_schema_extra=flag("--temperature"))
     lora_r: int = LORA_RANK
     lora_alpha: int = LORA_ALPHA
     eps_low: float = EPS_LOW
