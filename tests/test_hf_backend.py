@@ -310,5 +310,7 @@ def test_hf_spec_bounds_new_tokens_per_turn() -> None:
     assert parse_spec("hf:tiny?max_tokens=7").max_new_tokens == 7  # the name every spec takes
     with pytest.raises(InputError, match=r"--student: unknown hf option 'max_new_token'; expected temperature="):
         parse_spec("hf:tiny?max_new_token=7")
+    sampled: Any = load_provider("hf:tiny?max_new_tokens=7&temperature=1").for_trial("t")
+    assert (sampled.max_new_tokens, sampled.temperature) == (7, 1.0)  # sampled trials, for Pass@k
     with pytest.raises(InputError, match=r"hf max_tokens '0': Input should be greater than or equal to 1"):
         parse_spec("hf:tiny?max_new_tokens=0")

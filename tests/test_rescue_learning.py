@@ -7,6 +7,7 @@ shuffled (swapped) moves them the other way, so the test fails if advantages rea
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -58,9 +59,13 @@ def test_rescued_behaviour_becomes_more_likely_under_the_base_harness(
     monkeypatch.setattr(trl_rescue, "replace_rows", spy)
     task = load_suite("appworld_lite").tasks("train")[0]
     out = tmp_path / "run"
+    table = tmp_path / "table.json"  # the rule router ranks docs-first, then submit-guard, for every task
+    table.write_text(json.dumps({"tasks": [{"task_id": "v", "text": "any", "rewards": {
+        "base": [0.0], "docs-first": [1.0], "submit-guard": [0.5]}}]}))
     result = CliRunner().invoke(app, [
-        "rescue", "train", "appworld_lite", "--model", "tiny", "--pool", str(_write(tmp_path)), "--router", "fixed",
-        "--tasks", task.id, "--max-steps", "4", "--k", "2", "--tasks-per-step", "1", "--steps-per-generation", "1",
+        "rescue", "train", "appworld_lite", "--model", "tiny", "--pool", str(_write(tmp_path)), "--router", "rule",
+        "--validation", str(table), "--tasks", task.id, "--max-steps", "4", "--k", "2", "--tasks-per-step", "1",
+        "--steps-per-generation", "1",
         "--max-completion-length", "12", "--learning-rate", "0.05", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert len(captured) == 8 and [c[0] for c in captured] == ["docs-first", "submit-guard"] * 4

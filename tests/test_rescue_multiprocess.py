@@ -38,9 +38,12 @@ def test_each_rank_resamples_the_failed_rows_it_holds() -> None:
 def one_and_two_processes(tmp_path: Path, tasks: list[str], base_passes: list[str]) -> dict[str, list[dict]]:
     """The toy run in one process, then under `accelerate launch` with two (gloo on CPUs): each run's
     metrics.jsonl counts; the summaries agree and name their number of processes."""
+    table = tmp_path / "table.json"  # the rule router ranks docs-first, then submit-guard, for every task
+    table.write_text(json.dumps({"tasks": [{"task_id": "v", "text": "any", "rewards": {
+        "base": [0.0], "docs-first": [1.0], "submit-guard": [0.5]}}]}))
     common = ["rescue", "train", "appworld_lite", "--model", "tiny", "--pool", str(_write(tmp_path)), "--router",
-              "fixed", "--tasks", ",".join(tasks), "--max-steps", "2", "--k", "2", "--tasks-per-step",
-              str(len(tasks)), "--steps-per-generation", "1", "--max-completion-length", "12"]
+              "rule", "--validation", str(table), "--tasks", ",".join(tasks), "--max-steps", "2", "--k", "2",
+              "--tasks-per-step", str(len(tasks)), "--steps-per-generation", "1", "--max-completion-length", "12"]
     toy = str(ROOT / "tests" / "rescue_toy.py")
     env = {**os.environ, "UNSCAFFOLD_CACHE": str(tmp_path / "cache"), "CUDA_VISIBLE_DEVICES": "",
            "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), "RESCUE_TOY_BASE_PASSES": ",".join(base_passes)}
@@ -70,7 +73,7 @@ def one_and_two_processes(tmp_path: Path, tasks: list[str], base_passes: list[st
 @needs_bwrap
 def test_two_processes_give_the_one_process_counts(tmp_path: Path) -> None:
     """Three tasks of K = 2 on two ranks of three rows: the middle group is split over the ranks. Every
-    base group fails, every rescue group (fixed mixture: docs-first, submit-guard) is effective."""
+    base group fails, every rescue group (the rule router's docs-first, submit-guard) is effective."""
     tasks = [t.id for t in load_suite("appworld_lite").tasks("train")[:3]]
     counts = one_and_two_processes(tmp_path, tasks, base_passes=[])
     assert counts["two"] == counts["one"]

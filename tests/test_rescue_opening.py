@@ -38,7 +38,7 @@ def test_rescue_prompts_are_the_opening_run_renders(tmp_path: Path, appworld_roo
     out = tmp_path / "rescue"
     result = CliRunner().invoke(app, [
         "rescue", "train", "appworld", "--data", str(appworld_root), "--split", "dev", "--tasks", TASK,
-        "--model", "tiny", "--router", "fixed", "--max-steps", "1", "--k", "2", "--tasks-per-step", "1",
+        "--model", "tiny", "--router", "random", "--max-steps", "1", "--k", "2", "--tasks-per-step", "1",
         "--steps-per-generation", "1", "--max-completion-length", "8", "--out", str(out)])
     assert result.exit_code == 0, result.output
     [line] = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]

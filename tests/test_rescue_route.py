@@ -106,3 +106,18 @@ def test_validation_refuses_test_tasks(tmp_path: Path) -> None:
                                       "--out", str(tmp_path / "t.json")])
     assert result.exit_code == 2
     assert f"task_id: {test_id} is a test task; test tasks never feed a router" in result.output
+
+
+def test_route_with_the_router_of_a_none_run_is_one_line(tmp_path: Path) -> None:
+    """A plain-GRPO run (`--router none`) leaves a router.json that ranks nothing: routing with it is refused."""
+    from unscaffold.rescue.router_state import save_router
+    from unscaffold.rescue.routers import ControlRouter
+
+    state = tmp_path / "router.json"
+    save_router(ControlRouter("none", []), state, [])
+    result = CliRunner().invoke(app, ["rescue", "route", "appworld_lite", "--student", "oracle", "--router",
+                                      str(state), "--tasks", tasks("test", 1)[0], "--no-preflight", "--out",
+                                      str(tmp_path / "routed")])
+    assert (result.exit_code, result.output) == (2, f"error: {state}: router: a `none` run (plain GRPO) has no "
+                                                    "router to route with; train with a router (random, rule or "
+                                                    "adaptive) or name one\n")

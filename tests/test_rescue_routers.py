@@ -42,7 +42,7 @@ def test_rule_router_on_fixed_table() -> None:
     assert pick(router, task, 5) == ["pages", "guard", "docs", "pages", "guard"]
     playlist = TaskView(task_id="t2", text="create a playlist")
     assert RuleRouter(SIBLINGS, table(), neighbours=1).rank(playlist)[0] == "base"
-    assert prefers_base(RuleRouter(SIBLINGS, table(), neighbours=1), playlist)
+    assert prefers_base(RuleRouter(SIBLINGS, table(), neighbours=1), playlist) is None  # base and guard tie at 1.0
 
 
 def test_random_router_is_seeded_per_task() -> None:
@@ -122,3 +122,46 @@ def test_router_json_reproduces_the_final_rankings(tmp_path: Path) -> None:
     assert restored.rank(tasks[0]) == ["guard", "docs", "pages", "base"]
     with pytest.raises(InputError, match=r"rule\.json: siblings: guard not in the pool being routed over"):
         load_router(str(tmp_path / "rule.json"), ["pages", "docs"], None)
+
+
+def test_top_k_siblings_each_sampled_k_over_top_k_times() -> None:
+    from unscaffold.rescue.routers import default_top_k
+
+    router = RuleRouter(SIBLINGS, table(), neighbours=2)
+    task = TaskView(task_id="t", text="count all songs in my library")  # ranked pages, guard, base, docs
+    assert pick(router, task, 8, 2) == ["pages", "guard"] * 4
+    assert pick(router, task, 4, 4) == ["pages", "guard", "docs", "pages"]  # a pool of 3 for top-4 cycles
+    assert [default_top_k(k) for k in (8, 6, 4, 3, 2)] == [4, 3, 4, 3, 2]
+
+
+def test_ties_with_the_base_harness_are_undecided() -> None:
+    tied = ValidationTable(tasks=[ValidationTask(task_id="v", text="create a playlist", rewards={
+        "base": [1.0], "pages": [1.0], "docs": [0.0], "guard": [0.0]})])
+    task = TaskView(task_id="t", text="create a playlist")
+    assert prefers_base(RuleRouter(SIBLINGS, tied, neighbours=1), task) is None
+    ahead = ValidationTable(tasks=[tied.tasks[0].model_copy(update={"rewards": {"base": [1.0], "pages": [0.0]}})])
+    assert prefers_base(RuleRouter(SIBLINGS, ahead, neighbours=1), task) is True
+    assert prefers_base(RuleRouter(SIBLINGS, table(), neighbours=2), TaskView(task_id="u", text="count all songs")) \
+        is False
+    assert prefers_base(RandomRouter(SIBLINGS, seed=1), task) is None  # a random router says nothing of base
+
+
+@pytest.mark.parametrize("suite", ["appworld_lite", "retrosynthesis", "spreadsheet"])
+def test_two_routers_pick_different_sibling_sets_on_the_shipped_pools(suite: str) -> None:
+    """At K = 8 with the default top-k, a rescue group holds 4 of a shipped pool's 6 siblings, so the random
+    and the rule router differ on most tasks; with top-k = K (every sibling in every group) they never would."""
+    from unscaffold.benchmarks import load_suite
+    from unscaffold.rescue.pool import load_pool, shipped_pool
+    from unscaffold.rescue.routers import default_top_k
+
+    siblings = load_pool(shipped_pool(suite)).names
+    with load_suite(suite) as loaded:
+        tasks = [TaskView(task_id=t.id, text=t.instruction) for t in loaded.tasks("train")]
+    rows = [ValidationTask(task_id=f"v{i}", text=t.text, rewards={
+        "base": [0.0], **{s: [float((i + j) % 3 == 0)] for j, s in enumerate(siblings)}}) for i, t in enumerate(tasks)]
+    rule, rand = RuleRouter(siblings, ValidationTable(tasks=rows)), RandomRouter(siblings, seed=42)
+    top_k = default_top_k(8)
+    sets = [(frozenset(pick(rule, t, 8, top_k)), frozenset(pick(rand, t, 8, top_k))) for t in tasks]
+    assert len(siblings) == 6 and all(len(a) == len(b) == 4 for a, b in sets)
+    assert sum(a != b for a, b in sets) > len(tasks) / 2
+    assert all(set(pick(rule, t, 8)) == set(pick(rand, t, 8)) == set(siblings) for t in tasks)

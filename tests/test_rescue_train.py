@@ -135,13 +135,25 @@ def test_rescue_train_tiny_model_rescues_and_learns(tmp_path: Path, monkeypatch:
     assert lora_b and any(float(t.abs().sum()) > 0 for t in lora_b)  # LoRA B starts at zero: it moved
     summary = json.loads((out / "summary.json").read_text())
     assert (summary["rescued_groups"], summary["method"], summary["rollouts"]) == (2, "random", 16)
-    assert summary["notes"] == ["the pool holds 2 siblings for K = 4: each rescue group cycles through the random "
-                                "router's ranking, so some siblings sample 2 rollouts"]
+    assert summary["notes"] == ["warning: the pool holds 2 siblings for top-k 4: every rescue group holds every "
+                                "sibling, so the random router only chooses which sample more than once; give a "
+                                "larger pool or a smaller --top-k"]
     from unscaffold.behaviors.labels import label_run
 
     label = label_run(tmp_path, {"student": f"hf:tiny+{out / 'adapter'}", "harness": "minimal"})
     assert (label.text, label.training.method, label.training.steps, label.training.rollouts) == (
-        "rescue-trained + h", "random", 2, sum(line["rollouts"] for line in lines))
+        "rescue-trained + h", "random", 4, sum(line["rollouts"] for line in lines))
+    # summary.json counts optimiser steps (--max-steps 4), and its record holds every rollout of the run
+    assert (summary["steps"], summary["generation_batches"], summary["trained"]) == (4, 2, True)
+    record = summary["record"]
+    train_ids = [t.id for t in load_suite("appworld_lite").tasks("train")]
+    assert (record["recipe"], record["method"], record["base_model"], record["train_tasks"]) == (
+        "rescue", "random", "tiny", sorted(train_ids))
+    assert record["cost"]["rollouts"] == {"collection": 0, "base": 8, "rescue": 8, "filler": 0, "reanchor": 0,
+                                          "validation": 0}
+    assert (record["cost"]["optimiser_steps"], record["cost"]["generation_batches"]) == (4, 2)
+    assert record["cost"]["cpu_s"] > 0 and record["evaluation"]["max_turns"] == 40
+    assert all(len(line["tasks"]) == 1 and line["tasks"][0] in train_ids for line in lines)
     # the rescue rows that train carry their sibling's context: its system prompt (memory) and its tools
     from transformers import AutoTokenizer
 
@@ -239,6 +251,11 @@ def test_published_controls_with_the_tiny_model(method: str, tmp_path: Path, mon
     [line] = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     summary = json.loads((out / "summary.json").read_text())
     assert (line["method"], summary["method"]) == (method, method)
+    # every rollout of the tiny model fails: no group teaches anything, and the summary says so
+    assert (summary["trained"], summary["not_trained_reason"], summary["effective_groups"]) == (
+        False, "no effective group: every group's rewards were equal, so every advantage and every gradient was "
+        "zero", 0)
+    assert "warning: not trained: no effective group" in result.output
     if method == "none":
         assert (line["rescued_groups"], line["extra_rollout_pct"], line["rollouts"], line["rescue_harnesses"]) == (
             0, 0.0, 2, [])
@@ -251,19 +268,18 @@ def test_published_controls_with_the_tiny_model(method: str, tmp_path: Path, mon
 
 def test_control_routers_pick_their_fixed_harnesses() -> None:
     from unscaffold.rescue.routers import TaskView
-    from unscaffold.rescue.train import RescueTrainConfig, build_router, rescue_harnesses
+    from unscaffold.rescue.train import RescueTrainConfig, build_router, fixed_mixture, pool_notes, rescue_harnesses
 
     siblings = ["docs-first", "submit-guard", "page-all"]
     task = TaskView(task_id="t", text="anything")
-    picks = {}
-    for method in ("same", "fixed"):
-        config = RescueTrainConfig(suite="appworld_lite", model="tiny", out=Path("/unused"), router=method)
-        picks[method] = rescue_harnesses(build_router(config, siblings), task, 4)
-    assert picks == {"same": ["base"] * 4, "fixed": ["docs-first", "submit-guard", "page-all", "docs-first"]}
-    other = TaskView(task_id="u", text="something else")
-    fixed = build_router(RescueTrainConfig(suite="appworld_lite", model="tiny", out=Path("/u"), router="fixed"),
-                         siblings)
-    assert rescue_harnesses(fixed, other, 4) == picks["fixed"]  # the same mixture whatever the task
+    config = RescueTrainConfig(suite="appworld_lite", model="tiny", out=Path("/unused"), router="same")
+    assert rescue_harnesses(build_router(config, siblings), task, 4) == ["base"] * 4
+    # the fixed mixture spreads every group's rollouts over base and the pool, not only rescue groups
+    assert fixed_mixture(siblings, 8) == ["base", "docs-first", "submit-guard", "page-all"] * 2
+    fixed = RescueTrainConfig(suite="appworld_lite", model="tiny", out=Path("/u"), router="fixed")
+    assert pool_notes(fixed, siblings) == ["fixed mixture: every group's 8 rollouts under base, docs-first, "
+                                           "submit-guard, page-all, base, docs-first, submit-guard, page-all (no "
+                                           "rescue step)"]
 
 
 def test_environment_methods_carry_their_harness_schemas(tmp_path: Path) -> None:
@@ -368,3 +384,67 @@ def test_a_hub_id_is_taken_as_train_sft_takes_it(tmp_path: Path, monkeypatch: py
         resolve_model("example/not-cached")
     assert str(e.value).startswith("--model: example/not-cached: not a folder here and the Hugging Face hub cannot "
                                    "give it (")
+
+
+@needs_bwrap
+def test_fixed_mixture_spreads_every_group_over_the_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The published fixed-mixture control samples every group's rollouts under base and the siblings in pool
+    order (not only the groups that failed), and never rescues."""
+    monkeypatch.setenv("UNSCAFFOLD_CACHE", str(tmp_path / "cache"))
+    scored: list[str] = []
+    original = HarnessEnvironment.get_reward
+
+    def spy(self: HarnessEnvironment) -> float:
+        scored.append(self.context.harness_name)
+        return original(self)
+
+    monkeypatch.setattr(HarnessEnvironment, "get_reward", spy)
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["rescue", "train", "appworld_lite", "--model", "tiny", "--pool",
+                                      str(_write(tmp_path)), "--router", "fixed", "--max-steps", "1", "--k", "4",
+                                      "--tasks-per-step", "1", "--steps-per-generation", "1",
+                                      "--max-completion-length", "16", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert sorted(scored) == ["base", "base", "docs-first", "submit-guard"]
+    [line] = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert (line["rescued_groups"], line["rollouts"], line["method"]) == (0, 4, "fixed")
+
+
+@needs_bwrap
+def test_warm_start_trains_on_from_an_adapter_and_counts_its_cost(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--init-adapter` continues a LoRA adapter (a short SFT, say): the run's record adds the warm start's
+    cost (its collection, its optimiser steps) to its own."""
+    monkeypatch.setenv("UNSCAFFOLD_CACHE", str(tmp_path / "cache"))
+    from peft import LoraConfig, get_peft_model
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    from unscaffold.iojson import write_json_atomic
+    from unscaffold.llm.tiny import resolve_model_path
+    from unscaffold.training_record import Rollouts, TrainingCost, TrainingRecord
+
+    warm = tmp_path / "warm"
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(resolve_model_path("tiny")),
+                           LoraConfig(r=4, lora_alpha=4, target_modules="all-linear", task_type="CAUSAL_LM"))
+    model.save_pretrained(str(warm))
+    start = load_file(str(warm / "adapter_model.safetensors"))
+    write_json_atomic(warm / "summary.json", {"record": TrainingRecord(
+        recipe="sft", base_model="tiny", base_model_path=resolve_model_path("tiny"), train_tasks=["t"],
+        evaluation={}, trained=True, cost=TrainingCost(rollouts=Rollouts(collection=8), reviewer_calls=40,
+                                                       optimiser_steps=300)).model_dump(mode="json")})
+    out = tmp_path / "run"
+    args = ["rescue", "train", "appworld_lite", "--model", "tiny", "--pool", str(_write(tmp_path)), "--router",
+            "random", "--max-steps", "1", "--k", "2", "--tasks-per-step", "1", "--steps-per-generation", "1",
+            "--max-completion-length", "16", "--out", str(out)]
+    result = CliRunner().invoke(app, [*args, "--init-adapter", str(warm)])
+    assert result.exit_code == 0, result.output
+    record = json.loads((out / "summary.json").read_text())["record"]
+    assert (record["warm_start"], record["cost"]["optimiser_steps"], record["cost"]["reviewer_calls"]) == (
+        str(warm), 301, 40)
+    assert (record["cost"]["rollouts"]["collection"], record["cost"]["rollouts"]["base"]) == (8, 2)
+    saved = load_file(str(out / "adapter" / "adapter_model.safetensors"))
+    assert sorted(saved) == sorted(start)  # the same adapter (rank 4), trained on
+    result = CliRunner().invoke(app, [*args, "--init-adapter", str(tmp_path)])
+    assert (result.exit_code, result.output.strip().splitlines()[-1]) == (
+        2, f"error: --init-adapter: {tmp_path}: not a LoRA adapter folder (no adapter_config.json)")

@@ -61,6 +61,10 @@ def test_tiny_model_overfits_16_rows_and_writes_the_run_folder(trained: tuple[Pa
     assert summary["rows"] == summary["rows_used"] == summary["samples"] == 16 and summary["rows_dropped"] == {}
     assert summary["tokens_per_s"] > 0 and summary["peak_memory_gb"] > 0
     assert summary["peak_memory_kind"] == "cpu_rss" and summary["gradient_accumulation_steps"] == 1
+    record = summary["record"]  # the units rescue train records too; no build-sft report: no collection cost
+    assert (record["recipe"], record["trained"], record["cost"]["optimiser_steps"]) == ("sft", True, STEPS)
+    assert record["cost"]["rollouts"]["collection"] == 0 and record["notes"] == [
+        "data.report.json not found beside the data: the collection's cost is not counted"]
     lines = log_lines(run)
     assert [x["step"] for x in lines] == list(range(1, STEPS + 1))
     assert all({"loss", "lr", "trained_tokens"} <= x.keys() for x in lines)

@@ -50,6 +50,15 @@ TINY_SFT: dict[str, tuple[str, str]] = {
 TINY_SFT_ARGS = ["--learning-rate", "2e-2", "--warmup-ratio", "0", "--batch-size", "1", "--per-device-batch-size",
                  "1", "--no-gradient-checkpointing"]
 TINY_EVAL = ("?max_new_tokens=320", ["--max-turns", "8"])
+RESCUE_STEPS = 20
+# Rescue GRPO of the tiny model: the recipe's K = 8 would make each generation batch twice as slow here; the
+# tiny model's rollouts follow its evaluation's limits (8 turns) within one token budget per episode. Sampled at
+# T = 1 the warm-started tiny model rarely makes a parseable tool call (1 in 8 replies, measured) and earns no
+# reward; at T = 0.3 it calls its tools and some groups mix a success and a failure, so rescue GRPO has a signal.
+TINY_RESCUE_ARGS = ["--k", "4", "--tasks-per-step", "1", "--steps-per-generation", "2", "--max-turns", "8",
+                    "--max-completion-length", "1024", "--learning-rate", "1e-3", "--temperature", "0.3"]
+BUDGET_RULE = ("both rows take the same optimiser steps on the same rows and tasks: the distilled row {sft} SFT "
+               "steps; the rescue row a warm-start SFT of {warm} steps, then {rescue} rescue GRPO steps")
 REAL = """To produce real figures, run the same pipeline with real models, for example:
   unscaffold demo --student openai:Qwen/Qwen3-8B@http://localhost:8000/v1 \\
       --hstar-student openai:Qwen/Qwen3-8B@http://localhost:8000/v1 \\
@@ -83,9 +92,10 @@ class DemoConfig(BaseModel):
                                   "demo's).", json_schema_extra=flag("--test-tasks"))
     sft_steps: int = Field(400, ge=0, description="LoRA SFT steps (0: the recipe's 2 epochs).",
                            json_schema_extra=flag("--sft-steps"))
-    rescue_steps: int = Field(2, ge=0, description="Rescue GRPO steps of the same base model on the same train "
-                              "tasks, with the suite's shipped pool (0: skip the rescue recipe).",
-                              json_schema_extra=flag("--rescue-steps"))
+    rescue_steps: int = Field(RESCUE_STEPS, ge=0, description="Rescue GRPO optimiser steps of the same base model "
+                              "on the same train tasks, with the suite's shipped pool, after a warm-start SFT of "
+                              "--sft-steps minus these on the same rows, so both rows take the same optimiser "
+                              "steps (0: skip the rescue recipe).", json_schema_extra=flag("--rescue-steps"))
     budget: int = Field(DEFAULT_REPLACE_BUDGET, ge=0, description="REPLACE decisions per trial")
     concurrency: int = Field(2, ge=1)
 
@@ -157,15 +167,25 @@ class Demo:
             _stage("simulate", "rescue RL on paper: the simulator compares plain GRPO with sibling rescue", "rescue",
                    "simulate", "--json", out="rescue_simulate.json", stdout=True),
         ]
-        runs = ["base-h", "base-hstar", "tuned"]
+        stages.append(_stage(
+            "base-model-h", "evaluate the base model itself under h: the baseline both trained models are compared "
+            "with", "run", SUITE, "--student", f"hf:{c.model}{limit}", *_select(test, "test"), *turns, "--out",
+            f"{d}/base_model_h", out="base_model_h", resumes=True))
+        runs = ["base-model-h", "base-h", "base-hstar", "tuned"]
         if c.rescue_steps:
+            warm = warm_start_steps(c)
             rescued = f"hf:{c.model}+{d}/rescue/adapter{limit}"
             stages += [
-                _stage("rescue", "rescue RL for real: GRPO of the same base model on the same train tasks, all-fail "
-                       "groups re-sampled under the suite's sibling harnesses", "rescue", "train", SUITE, "--model",
-                       c.model, *(["--tasks", ",".join(train)] if train else []), "--max-steps", str(c.rescue_steps),
-                       "--k", "4", "--tasks-per-step", "1", "--steps-per-generation", "1",
-                       "--max-completion-length", "48", "--out", f"{d}/rescue", out="rescue"),
+                _stage("warm-start", "warm start for rescue RL: a shorter SFT on the same rows, so the policy earns "
+                       "some reward", "train-sft", f"{d}/sft.jsonl", "--model", c.model,
+                       *(["--max-steps", str(warm)] if warm else ["--epochs", "1"]), *(TINY_SFT_ARGS if tiny else []),
+                       "--out", f"{d}/adapter_warm", out="adapter_warm", after=("build-sft",)),
+                _stage("rescue", "rescue RL for real: GRPO of the warm-started model on the same train tasks, "
+                       "all-fail groups re-sampled under the suite's sibling harnesses", "rescue", "train", SUITE,
+                       "--model", c.model, "--init-adapter", f"{d}/adapter_warm",
+                       *(["--tasks", ",".join(train)] if train else []), "--max-steps", str(c.rescue_steps),
+                       *(TINY_RESCUE_ARGS if tiny else []), "--out", f"{d}/rescue", out="rescue",
+                       after=("warm-start",)),
                 _stage("rescue-h", "evaluate the rescue-trained student under h alone, on the same test tasks", "run",
                        SUITE, "--student", rescued, *_select(test, "test"), *turns, "--out", f"{d}/rescue_h",
                        out="rescue_h", after=("rescue",), resumes=True),
@@ -188,7 +208,11 @@ class Demo:
     def run(self) -> Path:
         """Run every step not finished earlier with the same command and inputs; a failed step stops the demo
         (exit 1 when a run made no progress, else 2) and rerunning continues from it."""
-        out = self.config.out
+        c, out = self.config, self.config.out
+        if c.rescue_steps:
+            warm = warm_start_steps(c)
+            self.console.print(BUDGET_RULE.format(sft=c.sft_steps or "2 epochs of", warm=warm or "1 epoch of",
+                                                  rescue=c.rescue_steps), highlight=False)
         try:
             self.steps = execute(self.plan(), out, console=self.console)
         except StageFailed as e:
@@ -213,6 +237,12 @@ class Demo:
             done = {"ran": "yes", "skipped": "finished earlier", "failed": "no", "pending": "not run"}[s.status]
             table.add_row(f"{i}. {s.about}", f"{s.seconds:.1f}", done)
         self.console.print(table)
+
+
+def warm_start_steps(config: DemoConfig) -> int:
+    """SFT steps of the rescue row's warm start (0: one epoch, where the SFT runs the recipe's two): the
+    stated budget rule gives both rows the same optimiser steps."""
+    return max(config.sft_steps - config.rescue_steps, 1) if config.sft_steps else 0
 
 
 def _select(ids: list[str], split: str) -> list[str]:

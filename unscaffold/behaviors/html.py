@@ -116,6 +116,8 @@ def comparison_page(cmp: Comparison) -> str:
             "worse / same count tasks.</p>"
             f'<h2>Scores</h2><div class="plots">{chart}{diffs}</div>{grid_html(tables.score_grid(cmp))}'
             f"<h2>Cost</h2>{grid_html(tables.cost_grid(cmp), numeric_from=1)}"
+            + (f"<h2>Over training seeds</h2>{grid_html(tables.seed_grid(cmp), numeric_from=1)}"
+               if cmp.seed_groups else "")
             + (f'<h2>Rescue training</h2><div class="muted">{escape(cmp.published_source)}</div>'
                f"{grid_html(tables.rescue_grid(cmp), numeric_from=3)}" if cmp.rescue_methods else "")
             + (f'<h2>Data-source ablation</h2><div class="muted">{escape(cmp.ablation_source)}</div>'

@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from unscaffold.errors import UnscaffoldError
-from unscaffold.iojson import load_model, read_json
+from unscaffold.iojson import load_model, read_json, validation_error
 from unscaffold.llm.registry import parse_spec
+from unscaffold.training_record import RECORD_KEY, TrainingRecord
 
 MODEL_RECORD = "model.json"
 
@@ -44,6 +45,12 @@ class Training(BaseModel):
                                                "and a failure")
     extra_rollout_pct: float | None = Field(None, description="rescue: rollouts beyond plain GRPO, in percent")
     data_sources: dict[str, int] = Field(default_factory=dict, description="sft: rows per build-sft `source` label")
+    record: TrainingRecord | None = Field(None, description="base model, train tasks, settings, full cost")
+
+    @property
+    def trained(self) -> bool:
+        """False where the trainer recorded that no update moved the weights."""
+        return self.record is None or self.record.trained
 
 
 class RunLabel(BaseModel):
@@ -86,6 +93,17 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def _record(summary: Path, data: object) -> TrainingRecord | None:
+    """summary.json's training record, where the trainer wrote one."""
+    raw = data.get(RECORD_KEY) if isinstance(data, dict) else None
+    if raw is None:
+        return None
+    try:
+        return TrainingRecord.model_validate(raw)
+    except ValidationError as e:
+        raise validation_error(str(summary), e, prefix=RECORD_KEY) from None
+
+
 def training_of(adapter: Path) -> Training | None:
     """Read the trainer's own files for an adapter folder; None when none is there."""
     folder = rescue_folder(adapter)
@@ -94,8 +112,10 @@ def training_of(adapter: Path) -> Training | None:
         summary = read_json(folder / "summary.json") if (folder / "summary.json").is_file() else {}
         summary = summary if isinstance(summary, dict) else {}
         method = summary.get("method") or summary.get("router")
-        return Training(recipe="rescue", method=str(method) if method else None,
-                        steps=max((_int(r.get("step")) or 0 for r in rows), default=0),
+        record = _record(folder / "summary.json", summary)
+        return Training(recipe="rescue", method=str(method) if method else None, record=record,
+                        steps=record.cost.optimiser_steps if record else max((_int(r.get("step")) or 0 for r in rows),
+                                                                             default=0),
                         rollouts=sum(_int(r.get("rollouts")) or 0 for r in rows),
                         wall_s=_number(summary.get("wall_s")),
                         effective_group_rate=_number(summary.get("effective_group_rate")),
@@ -108,7 +128,8 @@ def training_of(adapter: Path) -> Training | None:
         wall = _number(summary.get("train_seconds")) if isinstance(summary, dict) else None
         sources = summary.get("data_sources") if isinstance(summary, dict) else None
         sources = {str(k): v for k, v in sources.items() if _int(v)} if isinstance(sources, dict) else {}
-        return Training(recipe="sft", steps=steps, wall_s=wall, data_sources=sources)
+        return Training(recipe="sft", steps=steps, wall_s=wall, data_sources=sources,
+                        record=_record(adapter / "summary.json", summary))
     return None
 
 
@@ -152,7 +173,7 @@ def label_run(run_dir: Path, config: dict) -> RunLabel:
     if student == "oracle":
         return RunLabel(kind="oracle", model="oracle", **common)
     spec = parse_spec(student)
-    model = spec.raw if spec.adapter is None else f"hf:{spec.target}"
+    model = f"hf:{spec.target}" if spec.scheme == "hf" else spec.raw  # generation options are evaluation settings
     if spec.adapter is None:
         return RunLabel(kind="base", model=model, **common)
     adapter = Path(spec.adapter)

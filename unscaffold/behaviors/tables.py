@@ -6,7 +6,7 @@ from unscaffold.behaviors.compare import Comparison
 from unscaffold.behaviors.recovery import BehaviorRow, PooledRecovery, RecoveryTable
 
 Grid = tuple[list[str], list[list[str]]]
-SCORE_NAMES = {"pass_at_1": "pass@1", "tgc": "TGC", "sgc": "SGC"}
+SCORE_NAMES = {"pass_at_1": "pass@1", "avg_at_k": "Avg@k", "pass_at_k": "Pass@k", "tgc": "TGC", "sgc": "SGC"}
 
 
 def _rate(row: BehaviorRow) -> str:
@@ -79,32 +79,51 @@ def _int(value: int | None) -> str:
 
 def score_grid(cmp: Comparison) -> Grid:
     names = [k for k in SCORE_NAMES if any(k in r.scores for r in cmp.runs)]
-    headers = ["run", "model", *[f"{SCORE_NAMES[k]} [95% CI]" for k in names], "Δ pass@1 vs baseline [95% CI]",
-               "better / worse / same"]
+    ks = {r.k for r in cmp.runs}
+    at = f"@{next(iter(ks))}" if len(ks) == 1 else "@k"
+    shown = {k: SCORE_NAMES[k].replace("@k", at) for k in names}
+    headers = ["run", "model", *[f"{shown[k]} [95% CI]" for k in names], "Δ pass@1 vs baseline [95% CI]",
+               "better / worse / same", "marks"]
     rows = []
     for r in cmp.runs:
         vs = r.vs_baseline
         training = r.what.training
         method = f" ({training.recipe}: {training.method})" if training and training.method else ""
+        versus = ("not trained" if not r.ranked else "baseline" if r.run == cmp.baseline
+                  else "-" if vs is None else vs.diff.text(signed=True))
         rows.append([r.label, r.what.model + (f" + {r.what.adapter}" if r.what.adapter else "") + method,
-                     *[r.scores[k].text() if k in r.scores else "-" for k in names],
-                     "baseline" if vs is None else vs.diff.text(signed=True),
-                     "" if vs is None else f"{vs.better} / {vs.worse} / {vs.same}"])
+                     *[r.scores[k].text() if k in r.scores else "-" for k in names], versus,
+                     "" if vs is None else f"{vs.better} / {vs.worse} / {vs.same}", "; ".join(r.marks) or "-"])
     return headers, rows
 
 
+def _tokens(tokens: dict[str, int]) -> str:
+    return f"{tokens.get('input', 0):,} / {tokens.get('output', 0):,}"
+
+
 def cost_grid(cmp: Comparison) -> Grid:
+    """The evaluation's own cost, then the training's in the same units for both recipes (the distilled row
+    with its collection's reviewer calls and rollouts, the rescue row with every rollout it sampled)."""
     headers = ["run", "student rollouts", "student calls", "student tokens in / out", "reviewer calls",
-               "reviewer tokens in / out", "cost", "wall", "training steps", "training rollouts", "training wall"]
+               "reviewer tokens in / out", "cost", "wall", "training rollouts (collection / base / rescue / filler / "
+               "re-anchor / validation)", "training reviewer calls / replacements", "training reviewer tokens in / "
+               "out", "router calls", "router tokens in / out", "optimiser steps", "generation batches",
+               "training CPU s", "training GPU s", "training wall"]
     rows = []
     for r in cmp.runs:
-        c = r.cost
-        rows.append([r.label, f"{c.student_rollouts:,}", f"{c.student_calls:,}",
-                     f"{c.student_tokens.get('input', 0):,} / {c.student_tokens.get('output', 0):,}",
-                     f"{c.reviewer_calls:,}",
-                     f"{c.reviewer_tokens.get('input', 0):,} / {c.reviewer_tokens.get('output', 0):,}",
-                     f"${c.cost_usd:.4f}", f"{c.wall_time_s:.1f}s", _int(c.training_steps), _int(c.rollouts),
-                     "-" if c.training_wall_s is None else f"{c.training_wall_s:.1f}s"])
+        c, t = r.cost, r.cost.training
+        evaluation = [r.label, f"{c.student_rollouts:,}", f"{c.student_calls:,}", _tokens(c.student_tokens),
+                      f"{c.reviewer_calls:,}", _tokens(c.reviewer_tokens), f"${c.cost_usd:.4f}",
+                      f"{c.wall_time_s:.1f}s"]
+        if t is None:
+            rows.append([*evaluation, _int(c.rollouts), "-", "-", "-", "-", _int(c.training_steps), "-", "-", "-",
+                         "-" if c.training_wall_s is None else f"{c.training_wall_s:.1f}s"])
+            continue
+        n = t.rollouts
+        rows.append([*evaluation, f"{n.total:,} ({n.collection} / {n.base} / {n.rescue} / {n.filler} / {n.reanchor} / "
+                     f"{n.validation})", f"{t.reviewer_calls:,} / {t.replacements:,}", _tokens(t.reviewer_tokens),
+                     f"{t.router_calls:,}", _tokens(t.router_tokens), f"{t.optimiser_steps:,}",
+                     f"{t.generation_batches:,}", f"{t.cpu_s:.1f}", f"{t.gpu_s:.1f}", f"{t.wall_s:.1f}s"])
     return headers, rows
 
 
@@ -123,11 +142,19 @@ def ablation_grid(cmp: Comparison) -> Grid:
 def rescue_grid(cmp: Comparison) -> Grid:
     """Our rescue-trained runs' training figures, each beside the published figure of its method."""
     headers = ["run", "method", "published method", "effective groups", "published", "extra rollouts",
-               "published", "training rollouts"]
+               "published", "training rollouts", "published setup"]
     rows = []
     for m in cmp.rescue_methods:
         p = m.published
         rows.append([m.run, m.method, p.method if p else "-", _pct2(m.effective_group_rate),
                      _pct2(p.effective_group_rate) if p else "-", _pct2(m.extra_rollout_pct),
-                     _pct2(p.extra_rollout_pct) if p else "-", _int(m.rollouts)])
+                     _pct2(p.extra_rollout_pct) if p else "-", _int(m.rollouts),
+                     p.setup if p else f"none shown: {m.published_note}"])
     return headers, rows
+
+
+def seed_grid(cmp: Comparison) -> Grid:
+    """Trained runs repeated with other training seeds: Avg@k and Pass@k as means over the seeds."""
+    headers = ["runs", "seeds", "k", "Avg@k over seeds [95% CI]", "Pass@k over seeds [95% CI]"]
+    return headers, [[g.label, ", ".join(str(s) for s in g.seeds), str(g.k), g.avg_at_k.text(),
+                      g.pass_at_k.text() if g.pass_at_k else "-"] for g in cmp.seed_groups]

@@ -115,6 +115,8 @@ def print_comparison(result: Comparison) -> None:
     title = f"{result.suite}: {result.n_tasks} tasks, baseline {result.baseline}"
     print_grid(out, title, tables.score_grid(result))
     print_grid(out, "cost", tables.cost_grid(result), numeric_from=1)
+    if result.seed_groups:
+        print_grid(out, "over training seeds (bootstrap over seeds)", tables.seed_grid(result), numeric_from=1)
     if result.rescue_methods:
         print_grid(out, f"rescue training; {result.published_source}", tables.rescue_grid(result), numeric_from=3)
     if result.ablation:

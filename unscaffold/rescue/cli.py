@@ -138,7 +138,11 @@ def train_command(config: RescueTrainConfig, values: dict[str, Any]) -> None:
     Console().print(table)
     for note in summary.get("notes", []):
         Console(stderr=True).print(f"note: {note}", highlight=False)
-    Console().print(f"{summary['steps']} steps, effective group rate {summary['effective_group_rate']:.3f} "
+    if not summary.get("trained", True):
+        Console(stderr=True).print(f"warning: not trained: {summary['not_trained_reason']}", style="yellow",
+                                   highlight=False)
+    Console().print(f"{summary['steps']} optimiser steps over {summary['generation_batches']} generation batches, "
+                    f"effective group rate {summary['effective_group_rate']:.3f} "
                     f"(plain GRPO {summary['base_effective_group_rate']:.3f}), {summary['rescued_groups']} rescued, "
                     f"+{summary['extra_rollout_pct']:.1f}% rollouts; adapter: {out / 'adapter'}; "
                     f"plot: {out / 'metrics.html'}", highlight=False)

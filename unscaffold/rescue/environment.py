@@ -23,6 +23,7 @@ from unscaffold.knowledge.bank import ToolSpec
 from unscaffold.knowledge.hstar import HStarHarness
 from unscaffold.llm.output_check import repaired_response, response_problem
 from unscaffold.llm.types import AssistantResponse, Message, ToolCall
+from unscaffold.minimal_harness.agent import AgentConfig
 from unscaffold.minimal_harness.harness import Harness
 from unscaffold.minimal_harness.sandbox import open_sandbox
 from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, SandboxKind
@@ -44,6 +45,7 @@ class EnvironmentContext(BaseModel):
     harness: Any  # a Harness (a Protocol, which pydantic cannot check)
     sandbox: SandboxKind = "local"
     command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S
+    max_format_errors: int = AgentConfig().max_format_errors  # h's: that many malformed replies in a row end it
     work_dir: Path
 
 
@@ -59,6 +61,8 @@ class HarnessEnvironment:
         self._trial_dir: Path | None = None
         self._task: Task | None = None
         self._transcript: list[Message] = []
+        self._format_errors = 0  # malformed replies in a row, as h's agent counts them
+        self._ended: str | None = None
 
     def reset(self, **row: Any) -> None:
         """Open the task's workspace in a fresh sandbox; the row's `prompt` already holds the instruction."""
@@ -78,7 +82,7 @@ class HarnessEnvironment:
             self._services.callback(disk.close)
         self._services.enter_context(ctx.suite.services(self._task, self._trial_dir))
         self._sandbox = open_sandbox(config)
-        self._transcript = []
+        self._transcript, self._format_errors, self._ended = [], 0, None
         return None
 
     def execute(self, command: str):  # type: ignore[no-untyped-def]  # no return hint: no schema `return` key
@@ -102,20 +106,43 @@ class HarnessEnvironment:
             self._close()
 
     def _call(self, name: str, arguments: dict[str, Any]) -> str:
-        """One tool call through the harness: the same format checks, bank checks and observation as a run."""
+        """One tool call made directly (a reply of exactly this call)."""
+        return self._reply_calls([{"type": "function", "function": {"name": name, "arguments": arguments}}])[0]
+
+    def _reply_calls(self, calls: list[dict[str, Any]]) -> list[str]:
+        """The observations of one reply's tool calls (TRL's `{"function": {"name", "arguments"}}` form), as
+        h's agent answers a reply: a malformed one (several calls, an unknown tool, arguments that are not an
+        object, an empty command) gets h's format error for every call and runs nothing; a well-formed one
+        runs its call through the harness (its checks, its output cut, its observation). As in h, that many
+        malformed replies in a row end the episode: later calls run nothing."""
         harness: Harness = self.context.harness
         if self._sandbox is None:
-            return "Error: the environment was not reset."
-        call = ToolCall(id=f"call_{len(self._transcript)}", name=name,
-                        arguments={k: v for k, v in arguments.items() if v is not None})
-        response = AssistantResponse(tool_calls=[call])
+            return ["Error: the environment was not reset."] * len(calls)
+        if self._ended:
+            return [f"The episode has ended: {self._ended}."] * len(calls)
+        parsed = []
+        for j, call in enumerate(calls):
+            function = call.get("function") or {}
+            arguments = function.get("arguments")
+            parsed.append(ToolCall(id=f"call_{len(self._transcript)}_{j}", name=str(function.get("name", "")),
+                                   arguments={k: v for k, v in arguments.items() if v is not None}
+                                   if isinstance(arguments, dict) else None))
+        response = AssistantResponse(tool_calls=parsed)
         unkeepable = response_problem(response)  # a lone surrogate, arguments nested too deep: never run
         self._transcript.append((repaired_response(response) if unkeepable else response).to_message())
         problem = unkeepable or format_problem(response, harness.tool_names())
-        observation = problem or harness.run_call(call, self._sandbox, self.context.command_timeout_s,
-                                                  self._transcript).observation(self.context.suite.output_cut_chars)
-        self._transcript.append(Message(role="tool", tool_call_id=call.id, name=name, content=observation))
-        return observation
+        if problem:
+            self._format_errors += 1
+            if self._format_errors >= self.context.max_format_errors:
+                self._ended = f"{self._format_errors} malformed replies in a row"
+            observations = [problem] * len(parsed)
+        else:
+            self._format_errors = 0
+            observations = [harness.run_call(parsed[0], self._sandbox, self.context.command_timeout_s,
+                                             self._transcript).observation(self.context.suite.output_cut_chars)]
+        for call, observation in zip(parsed, observations, strict=True):
+            self._transcript.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=observation))
+        return observations
 
     def _close(self) -> None:
         if self._sandbox is not None:
@@ -158,3 +185,47 @@ def environment_class(context: EnvironmentContext) -> type[HarnessEnvironment]:
             members[tool.name] = tool_method(tool)
     name = "Env_" + re.sub(r"\W", "_", context.harness_name)
     return type(name, (HarnessEnvironment,), members)
+
+
+class ReplyTools(dict):  # type: ignore[type-arg]
+    """One rollout's tools as TRL's tool loop looks them up, answering as h answers a reply.
+
+    TRL runs each call of a reply on its own, an unknown name as "Tool X not found" and arguments that are
+    not an object as a TypeError. Here every name is known; at the first lookup of a reply (the last message
+    of the rollout's completion) the environment answers the whole reply at once (`_reply_calls`), and each call
+    then gets its observation in order."""
+
+    def __init__(self, environment: HarnessEnvironment, messages: list[dict[str, Any]]) -> None:
+        super().__init__()
+        self.environment, self.messages = environment, messages
+        self._reply: dict[str, Any] | None = None
+        self._answers: list[str] = []
+
+    def __contains__(self, name: object) -> bool:
+        reply = self.messages[-1] if self.messages else None
+        if reply is not None and reply is not self._reply:
+            self._reply = reply
+            calls = reply.get("tool_calls") or []
+            self._answers = self.environment._reply_calls(calls)
+            for call in calls:  # TRL unpacks the arguments: an unparsed one must not raise before the lookup
+                function = call.get("function") or {}
+                if not isinstance(function.get("arguments"), dict):
+                    function["arguments"] = {}
+        return True
+
+    def __getitem__(self, name: str) -> Any:
+        answer = self._answers.pop(0) if self._answers else ""
+
+        def answered(**_: Any) -> str:
+            return answer
+
+        answered.__name__ = name
+        return answered
+
+    def finish(self) -> None:
+        """Run the calls of the rollout's last reply, which TRL leaves unrun at its iteration limit and h runs
+        (its observation is never seen: the episode ends), so the workspace the verifier scores is h's."""
+        reply = self.messages[-1] if self.messages else None
+        if reply is not None and reply is not self._reply and reply.get("role") == "assistant" \
+                and reply.get("tool_calls"):
+            self.__contains__("")

@@ -77,13 +77,25 @@ def paired_examples(table: ValidationTable, sibling: str) -> list[str]:
     return out[:MAX_PAIRS]
 
 
+class CallMeter(BaseModel):
+    """The router's LLM calls and their tokens: part of a training's cost."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
 def ask(provider: ModelProvider, key: str, prompt: str, user: str, tool: dict[str, Any],
-        schema: type[BaseModel]) -> BaseModel | None:
+        schema: type[BaseModel], meter: CallMeter | None = None) -> BaseModel | None:
     """One structured answer, sent back with its error up to TRIES times; None when it never validates."""
     model = provider.for_trial(key)
     messages = [Message(role="system", content=prompt), Message(role="user", content=user)]
     for _ in range(TRIES):
         response = model.complete(messages, [tool])
+        if meter is not None:
+            meter.calls += 1
+            meter.input_tokens += response.usage.input_tokens
+            meter.output_tokens += response.usage.output_tokens
         call = response.tool_calls[0] if response.tool_calls else None
         try:
             if call is None or call.name != tool["function"]["name"] or call.arguments is None:
@@ -116,6 +128,7 @@ class AdaptiveRouter:
         self.siblings, self.profilers, self.voters = list(siblings), profilers, voters
         self.anchors = 0
         self.invalid_votes = 0
+        self.meter = CallMeter()
         self.reanchor(table)
 
     @classmethod
@@ -129,6 +142,7 @@ class AdaptiveRouter:
         self.table = table
         self.fallback = RuleRouter(self.siblings, table)
         self._rankings: dict[str, list[str]] = {}  # a task's ranking holds until the next re-anchoring
+        self._points: dict[str, dict[str, float]] = {}  # its Borda points (or the rule fallback's rates)
         self.profiles: dict[str, Profile] = {}
         for sibling in self.siblings:
             pairs = paired_examples(table, sibling)
@@ -137,7 +151,7 @@ class AdaptiveRouter:
                 if not pairs:
                     break
                 got = ask(provider, f"profile:{sibling}", PROFILE_PROMPT,
-                          f"Sibling harness: {sibling}\n\n" + "\n\n".join(pairs), PROFILE_TOOL, Profile)
+                          f"Sibling harness: {sibling}\n\n" + "\n\n".join(pairs), PROFILE_TOOL, Profile, self.meter)
                 if isinstance(got, Profile):
                     merged.prefer += [e for e in got.prefer if e not in merged.prefer]
                     merged.avoid += [e for e in got.avoid if e not in merged.avoid]
@@ -149,6 +163,11 @@ class AdaptiveRouter:
             self._rankings[task.task_id] = self._vote(task)
         return list(self._rankings[task.task_id])
 
+    def scores(self, task: TaskView) -> dict[str, float]:
+        """The votes behind the task's ranking (Borda points), so a tie reads as undecided, never as a choice."""
+        self.rank(task)
+        return dict(self._points.get(task.task_id, {}))
+
     def _vote(self, task: TaskView) -> list[str]:
         candidates = [BASE, *self.siblings]
         points = dict.fromkeys(candidates, 0)
@@ -156,7 +175,7 @@ class AdaptiveRouter:
         user = (f"Task {task.task_id}:\n{task.text}\n\nHarnesses: {', '.join(candidates)}\n\n"
                 f"Profiles:\n{render_profiles(self.profiles)}")
         for provider in self.voters:
-            got = ask(provider, f"vote:{task.task_id}", VOTE_PROMPT, user, RANKING_TOOL, Ranking)
+            got = ask(provider, f"vote:{task.task_id}", VOTE_PROMPT, user, RANKING_TOOL, Ranking, self.meter)
             names = list(dict.fromkeys(n for n in got.ranking if n in points)) if isinstance(got, Ranking) else []
             if not names:
                 self.invalid_votes += 1
@@ -165,7 +184,9 @@ class AdaptiveRouter:
             for position, name in enumerate(names):  # Borda: first of n gets n points
                 points[name] += len(candidates) - position
         if not valid:
+            self._points[task.task_id] = self.fallback.scores(task)
             return self.fallback.rank(task)
+        self._points[task.task_id] = {h: float(v) for h, v in points.items()}
         order = {h: i for i, h in enumerate(candidates)}
         return sorted(candidates, key=lambda h: (-points[h], order[h]))
 

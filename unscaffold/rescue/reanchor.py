@@ -37,8 +37,10 @@ class Reanchor(BaseModel):
     out: Path
     sandbox: str = "local"
     max_turns: int = 10
+    temperature: float = 1.0  # the training rollouts' sampling, so the router learns from the policy as it trains
     max_new_tokens: int = 512
     command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S
+    trials: int = 0  # validation rollouts run so far (part of the training's cost)
 
     def check(self) -> None:
         refuse_test_tasks(((t.id, t.split) for t in self.tasks), "--reanchor-tasks", "a router")
@@ -49,7 +51,7 @@ class Reanchor(BaseModel):
 
         self.check()
         model = HFModel(f"hf:{self.model_path}+{adapter}", str(self.model_path), adapter=str(adapter),
-                        max_new_tokens=self.max_new_tokens)
+                        max_new_tokens=self.max_new_tokens, temperature=self.temperature)
         provider = _Provider(model)
         runs = {}
         for name, harness in self.harnesses.items():
@@ -61,5 +63,6 @@ class Reanchor(BaseModel):
                 trial_dir = run_dir / "trials" / task.id
                 trial_dir.mkdir(parents=True, exist_ok=True)
                 run_trial(self.suite, task, task.id, trial_dir, provider, config, TrialContext(harness=harness))
+                self.trials += 1
             runs[name] = run_dir
         return table_from_runs(runs, {t.id: t.instruction for t in self.tasks}, {t.id: t.split for t in self.tasks})

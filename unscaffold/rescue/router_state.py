@@ -52,8 +52,11 @@ def save_router(router: Router, path: Path, tasks: list[TaskView], seed: int = 0
     return state
 
 
-def restore_router(state: RouterState) -> Router:
+def restore_router(state: RouterState, source: str = ROUTER_STATE) -> Router:
     """The router `state` describes, ranking as it did when saved."""
+    if state.router == "none":
+        raise InputError(source, "router", "a `none` run (plain GRPO) has no router to route with; train with "
+                         "a router (random, rule or adaptive) or name one")
     if state.router == "random":
         return RandomRouter(state.siblings, state.seed)
     if state.router in ("none", "same", "fixed"):
@@ -85,4 +88,4 @@ def load_router_state(path: Path, siblings: list[str]) -> Router:
         raise InputError(str(path), "siblings", f"{', '.join(missing)} not in the pool being routed over")
     if state.table is not None and any(t.split == FORBIDDEN_SPLIT for t in state.table.tasks):
         raise InputError(str(path), "table", "test tasks never feed a router")
-    return restore_router(state)
+    return restore_router(state, str(path))

@@ -36,17 +36,43 @@ class Router(Protocol):
         ...
 
 
-def pick(router: Router, task: TaskView, k: int) -> list[str]:
-    """The k harnesses of a rescue group: siblings in rank order, cycling when k exceeds the pool."""
+def default_top_k(k: int) -> int:
+    """Siblings per rescue group when none is named: the published ablation's 4 harnesses x 2 samples at K = 8;
+    for another K, the largest divisor of K up to 4, so every sibling samples K / top-k rollouts."""
+    return max(d for d in range(1, min(TOP_K, k) + 1) if k % d == 0)
+
+
+TOP_K = 4
+
+
+def pick(router: Router, task: TaskView, k: int, top_k: int | None = None) -> list[str]:
+    """The k harnesses of a rescue group: the router's `top_k` best siblings (cycling through the ranking when
+    the pool holds fewer), each sampled k / top_k times, the remainder going to the best ranked."""
     ranked = [h for h in router.rank(task) if h != BASE]
     if not ranked:
         raise ValueError(f"router {router.name} ranked no sibling for {task.task_id}")
-    return [ranked[i % len(ranked)] for i in range(k)]
+    top = top_k or k
+    chosen = [ranked[i % len(ranked)] for i in range(top)]
+    return [chosen[i % top] for i in range(k)]
 
 
-def prefers_base(router: Router, task: TaskView) -> bool:
-    ranked = router.rank(task)
-    return bool(ranked) and ranked[0] == BASE
+def prefers_base(router: Router, task: TaskView) -> bool | None:
+    """Whether the router prefers the base harness for the task: True only when base scores strictly above
+    every sibling, False when a sibling does, None (undecided) on a tie or for a router without scores (a
+    random or control router says nothing of the base harness)."""
+    scores_of = getattr(router, "scores", None)
+    if scores_of is None:
+        return None
+    scores = scores_of(task)
+    if not scores:
+        return None
+    if BASE not in scores:
+        return False
+    others = [v for h, v in scores.items() if h != BASE]
+    best = max(others, default=float("-inf"))
+    if scores[BASE] == best:
+        return None
+    return scores[BASE] > best
 
 
 class RandomRouter:

@@ -28,13 +28,24 @@ from unscaffold.benchmarks.splits import refuse_test_tasks
 from unscaffold.errors import InputError
 from unscaffold.flags import DataFolder, SplitFile, TaskIds, comma_list_kept_empty, flag
 from unscaffold.iojson import append_jsonl, write_json_atomic
+from unscaffold.minimal_harness.agent import DEFAULT_MAX_TURNS, MaxTurns
 from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, CommandTimeout, SandboxChoice
 from unscaffold.rescue.groups import SUCCESS, GroupOutcome, effective, step_stats
 from unscaffold.rescue.objective import CORRECTION_CAP, EPS_HIGH, EPS_LOW, ObjectiveConfig, grpo_objective_args
 from unscaffold.rescue.pool import BASE
-from unscaffold.rescue.routers import ROUTERS, ControlRouter, Router, TaskView, pick, prefers_base
+from unscaffold.rescue.routers import ROUTERS, ControlRouter, Router, TaskView, default_top_k, pick, prefers_base
 from unscaffold.rescue.settings import PoolFile, Profilers, ValidationTable, Voters, default_router
 from unscaffold.sft.config import LORA_ALPHA, LORA_RANK, RECIPE_SEED
+from unscaffold.training_record import (
+    Clock,
+    Rollouts,
+    TrainingCost,
+    TrainingRecord,
+    add_costs,
+    lora_b,
+    lora_moved,
+    warm_start_record,
+)
 
 # Recipe scale. Harness-S trained GRPO on 2,560 base-harness rollouts (320 groups of K = 8): at 4 tasks per
 # generation batch and 2 optimiser steps per batch that is 80 batches, 160 steps. The paper states no
@@ -42,15 +53,24 @@ from unscaffold.sft.config import LORA_ALPHA, LORA_RANK, RECIPE_SEED
 RECIPE_STEPS = 160
 RECIPE_COMPLETION_TOKENS = 16_384
 METRICS = "metrics.jsonl"
+ADAPTIVE_REANCHOR_EVERY = 10  # the adaptive router re-anchors by default, as the published method does
 TRL_LOG = "trl_log.jsonl"  # TRL's own per-optimiser-step logs: loss, clip ratios, entropy
 CONTROLS = ("none", "same", "fixed")  # the published controls beside the routers
 
 
-def rescue_harnesses(router: Router, task: TaskView, k: int) -> list[str]:
-    """The K harnesses of a rescue group: K times the base for `same`, else the router's siblings."""
+def rescue_harnesses(router: Router, task: TaskView, k: int, top_k: int | None = None) -> list[str]:
+    """The K harnesses of a rescue group: K times the base for `same`, else the router's top-k siblings,
+    K / top-k rollouts each."""
     if router.name == "same":
         return [BASE] * k
-    return pick(router, task, k)
+    return pick(router, task, k, top_k)
+
+
+def fixed_mixture(siblings: list[str], k: int) -> list[str]:
+    """The published fixed-mixture control: every group's K rollouts spread over the base harness and the pool
+    in pool order (cycling), whatever the task, with no rescue step."""
+    order = [BASE, *siblings]
+    return [order[i % len(order)] for i in range(k)]
 
 
 class RescueTrainConfig(BaseModel):
@@ -80,7 +100,14 @@ class RescueTrainConfig(BaseModel):
                            "2,560 base rollouts at the default K, tasks per step and steps per generation; a toy "
                            "run on the CPU: --max-steps 2 --k 4 --tasks-per-step 1 --steps-per-generation 1 "
                            "--max-completion-length 48).", json_schema_extra=flag("--max-steps"))
-    k: int = Field(8, ge=2, description="Rollouts per task, and siblings per rescue.", json_schema_extra=flag("--k"))
+    init_adapter: Path | None = Field(None, description="Start from this LoRA adapter (a `train-sft` output of "
+                                      "the same model: a warm start) instead of a fresh one; its training's cost "
+                                      "is counted in this run's record.", json_schema_extra=flag("--init-adapter"))
+    k: int = Field(8, ge=2, description="Rollouts per task (the group size), and per rescue group.",
+                   json_schema_extra=flag("--k"))
+    top_k: int | None = Field(None, ge=1, description="Siblings the router picks per rescue group, each sampled "
+                              "K / top-k times (default: 4 at K = 8, as the published 4 harnesses x 2 samples; "
+                              "else the largest divisor of K up to 4).", json_schema_extra=flag("--top-k"))
     tasks_per_step: int = Field(4, ge=1, description="Tasks (groups) per generation batch, over all processes.",
                                 json_schema_extra=flag("--tasks-per-step"))
     steps_per_generation: int = Field(2, ge=1, description="Optimiser steps per generation batch (> 1: the clip "
@@ -93,9 +120,8 @@ class RescueTrainConfig(BaseModel):
     max_completion_length: int = Field(RECIPE_COMPLETION_TOKENS, ge=8, description="Tokens per rollout, tool "
                                        "observations included (default: room for a multi-turn app-world episode).",
                                        json_schema_extra=flag("--max-completion-length"))
-    max_tool_calls: int = Field(8, ge=1, description="Tool calls per rollout (TRL's tool loop ends there).",
-                                json_schema_extra=flag("--max-tool-calls"))
-    temperature: float = Field(1.0, gt=0, description="Sampling temperature of the rollouts.",
+    max_turns: MaxTurns = DEFAULT_MAX_TURNS  # h's turn limit and flag: a rollout has at most as many replies as a run
+    temperature: float = Field(1.0, gt=0, description="Sampling temperature of the rollouts (and of re-anchoring).",
                                json_schema_extra=flag("--temperature"))
     lora_r: int = Field(LORA_RANK, ge=1, description="LoRA rank (all linear layers).",
                         json_schema_extra=flag("--lora-r"))
@@ -116,14 +142,18 @@ class RescueTrainConfig(BaseModel):
     sandbox: SandboxChoice = "local"
     command_timeout_s: CommandTimeout = DEFAULT_COMMAND_TIMEOUT_S
     seed: int = Field(RECIPE_SEED, description="Seed.", json_schema_extra=flag("--seed"))
-    reanchor_every: int | None = Field(None, ge=1, description="Steps between re-anchorings of the router on the "
-                                       "current policy's validation runs.", json_schema_extra=flag("--reanchor-every"))
+    reanchor_every: int | None = Field(None, ge=0, description="Optimiser steps between re-anchorings of the router "
+                                       "on the current policy's validation runs (0: never; default: every "
+                                       f"{ADAPTIVE_REANCHOR_EVERY} for adaptive, on the validation table's own tasks "
+                                       "unless --reanchor-tasks names others; never for the other routers).",
+                                       json_schema_extra=flag("--reanchor-every"))
     reanchor_tasks: Annotated[list[str], BeforeValidator(comma_list_kept_empty)] = Field(
         default_factory=list, description="Comma-separated validation task ids the checkpoint runs.",
         json_schema_extra=flag("--reanchor-tasks"))
     reanchor_split: str | None = Field(None, description="Split of the validation task ids.",
                                        json_schema_extra=flag("--reanchor-split"))
-    reanchor_max_turns: int = Field(10, ge=1, description="Turns per validation run.",
+    reanchor_max_turns: int | None = Field(None, ge=1, description="Turns per validation run (default: "
+                                           "--max-turns, as the training rollouts).",
                                     json_schema_extra=flag("--reanchor-max-turns"))
     reanchor_max_new_tokens: int = Field(512, ge=1, description="Tokens per validation turn.",
                                          json_schema_extra=flag("--reanchor-max-new-tokens"))
@@ -150,10 +180,18 @@ def world_rank() -> int:
 def check_options(config: RescueTrainConfig) -> None:
     """Refuse, before anything loads, what the trainer cannot do."""
     rows, world = config.k * config.tasks_per_step, world_size()
+    if config.init_adapter is not None:
+        if not (config.init_adapter / "adapter_config.json").is_file():
+            raise InputError("--init-adapter", None, f"{config.init_adapter}: not a LoRA adapter folder (no "
+                             "adapter_config.json)")
+        warm_start_record(config.init_adapter)
     if rows % (config.steps_per_generation * world):
         across = f" x {world} processes" if world > 1 else ""
         raise InputError("--steps-per-generation", None, f"{config.steps_per_generation}{across} does not divide "
                          f"the {rows} rollouts of a generation batch (K {config.k} x {config.tasks_per_step} tasks)")
+    if config.top_k is not None and (config.top_k > config.k or config.k % config.top_k):
+        raise InputError("--top-k", None, f"{config.top_k} does not divide K = {config.k}: each of the top-k "
+                         "siblings samples K / top-k rollouts")
     if config.use_vllm and config.vllm_mode == "server":
         raise InputError("--vllm-mode", None, "server mode is not supported: a rescue step generates a second "
                          "time within one generation batch, with rows of several harnesses, which a shared vLLM "
@@ -165,12 +203,28 @@ def check_options(config: RescueTrainConfig) -> None:
         raise InputError("--use-vllm", None, missing.removeprefix("--use-vllm: "))
 
 
+def reanchor_every(config: RescueTrainConfig) -> int:
+    """Steps between re-anchorings (0: never): the adaptive router re-anchors by default."""
+    if config.reanchor_every is not None:
+        return config.reanchor_every
+    return ADAPTIVE_REANCHOR_EVERY if config.router == "adaptive" else 0
+
+
+def top_k_of(config: RescueTrainConfig) -> int:
+    return config.top_k or default_top_k(config.k)
+
+
 def pool_notes(config: RescueTrainConfig, siblings: list[str]) -> list[str]:
     """What a reader of the summary must know about how rescue groups were drawn."""
-    if config.router in ("none", "same") or len(siblings) >= config.k:
+    if config.router == "fixed":
+        mixture = fixed_mixture(siblings, config.k)
+        return [f"fixed mixture: every group's {config.k} rollouts under {', '.join(mixture)} (no rescue step)"]
+    top_k = top_k_of(config)
+    if config.router in ("none", "same") or len(siblings) > top_k:
         return []
-    return [f"the pool holds {len(siblings)} siblings for K = {config.k}: each rescue group cycles through the "
-            f"{config.router} router's ranking, so some siblings sample {-(-config.k // len(siblings))} rollouts"]
+    return [f"warning: the pool holds {len(siblings)} siblings for top-k {top_k}: every rescue group holds "
+            f"every sibling, so the {config.router} router only chooses which sample more than once; give "
+            "a larger pool or a smaller --top-k"]
 
 
 def resolve_model(spec: str) -> Path:
@@ -214,9 +268,13 @@ class MetricsRecorder:
         in_effective = sum(sum(row_tokens[g * k:(g + 1) * k]) for g, o in enumerate(outcomes)
                            if effective(o.rewards, self.success))
         base_pref = [prefers_base(self.router, self.tasks[o.task_id]) for o in outcomes]
-        line = {"step": self.step, **stats.model_dump(), "method": self.router.name, "router": self.router.name,
+        undecided = sum(p is None for p in base_pref)
+        line = {"step": self.step, "tasks": [o.task_id for o in outcomes], **stats.model_dump(),
+                "effective_groups": sum(effective(o.rewards, self.success) for o in outcomes),
+                "method": self.router.name, "router": self.router.name,
                 "effective_token_share": in_effective / tokens if tokens else 0.0,
-                "base_preferred_rate": sum(base_pref) / len(base_pref) if base_pref else 0.0,
+                "base_preferred_rate": sum(p is True for p in base_pref) / len(base_pref) if base_pref else 0.0,
+                "base_undecided_rate": undecided / len(base_pref) if base_pref else 0.0,
                 "trained_tokens": int(tokens),
                 "rescue_harnesses": [h for o in outcomes for h in o.harnesses],
                 "router_anchors": getattr(self.router, "anchors", 0),
@@ -269,6 +327,7 @@ def train_on(suite: Suite, config: RescueTrainConfig, progress: Callable[[dict[s
     from unscaffold.rescue.pool import load_pool, materialise, shipped_pool
     from unscaffold.rescue.prompts import prompt_rows, task_openings
 
+    clock = Clock()
     state = process_state()
     main = state.is_main_process
     tasks = suite.tasks(config.split)
@@ -323,28 +382,39 @@ def train_on(suite: Suite, config: RescueTrainConfig, progress: Callable[[dict[s
     recorder = MetricsRecorder(metrics_path, router, views, config.success, progress)
     trainer = make_trainer(config, model_path, factories, [{"prompt": prompt("base", t.id), "environment": "base",
                                                              "task_id": t.id} for t in tasks],
-                           pick=None if config.router == "none"
-                           else lambda task_id, k: rescue_harnesses(router, views[task_id], k), rescue_row=rescue_row,
+                           pick=None if config.router in ("none", "fixed")
+                           else lambda task_id, k: rescue_harnesses(router, views[task_id], k, top_k_of(config)),
+                           spread=fixed_mixture(pool.names, config.k) if config.router == "fixed" else None,
+                           rescue_row=rescue_row,
                            record=recorder, tool_schemas={name: h.tools() for name, h in harnesses.items()})
     from transformers.trainer_callback import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)  # metrics.jsonl and the caller's progress report instead
     trainer.add_callback(trl_log_callback(config.out / TRL_LOG, main))
-    if config.reanchor_every:
-        trainer.add_callback(reanchor_callback(config, suite, harnesses, router, model_path))
+    runner = None
+    if reanchor_every(config):
+        callback, runner = reanchor_callback(config, suite, harnesses, router, model_path)
+        trainer.add_callback(callback)
+    start = lora_b(trainer.model)  # a warm start's B matrices are not zero: whether they moved is what counts
     t0 = time.monotonic()
     trainer.train()
     trainer.save_model(str(config.out / "adapter"))
     if not main:  # the main process writes the records; the others return what it wrote
         state.wait_for_everyone()
         return json.loads((config.out / "summary.json").read_text())
-    summary = summarise(recorder.lines, wall_s=time.monotonic() - t0)
+    summary = summarise(recorder.lines, wall_s=time.monotonic() - t0, optimiser_steps=trainer.state.global_step)
+    record = rescue_record(config, model_path, [t.id for t in tasks], recorder.lines, summary, clock,
+                           fillers=trainer.rescue.fillers, reanchor_trials=runner.trials if runner else 0,
+                           router=router, moved=lora_moved(trainer.model, start))
+    summary.update(trained=record.trained, not_trained_reason=record.not_trained_reason,
+                   record=record.model_dump(mode="json"))
     from unscaffold.rescue.router_state import ROUTER_STATE, save_router
 
     save_router(router, config.out / ROUTER_STATE, list(views.values()), seed=config.seed,
                 voters=config.voters or config.profilers)
     summary["notes"] = pool_notes(config, pool.names)
-    summary.update(method=config.router, router=router.name, suite=config.suite, pool=str(pool.path),
+    summary.update(method=config.router, router=router.name, top_k=top_k_of(config), suite=config.suite,
+                   pool=str(pool.path),
                    model=str(model_path), world_size=state.num_processes)
     write_json_atomic(config.out / "summary.json", summary)
     from unscaffold.rescue.plot import write_training_plot
@@ -380,35 +450,40 @@ def trl_log_callback(path: Path, main: bool = True) -> Any:
 
 
 def reanchor_callback(config: RescueTrainConfig, suite: Any, harnesses: dict[str, Any], router: Router,
-                      model_path: Path) -> Any:
-    """Every `reanchor_every` steps: save the adapter, run the validation tasks with it, re-anchor the router."""
+                      model_path: Path) -> tuple[Any, Any]:
+    """Every `reanchor_every` steps: save the adapter, run the validation tasks with it, re-anchor the router.
+    Returns the callback and the runner (which counts its validation rollouts)."""
     from transformers import TrainerCallback
 
     from unscaffold.rescue.reanchor import Reanchor
 
     if not hasattr(router, "reanchor"):
         raise InputError("--reanchor-every", None, f"the {router.name} router does not learn from validation runs")
-    if not config.reanchor_tasks:
+    task_ids = config.reanchor_tasks or [t.task_id for t in getattr(getattr(router, "table", None), "tasks", [])]
+    if not task_ids:
         raise InputError("--reanchor-tasks", None, "re-anchoring needs validation task ids")
-    known = {t.id: t for t in suite.tasks(config.reanchor_split)}
-    unknown = [t for t in config.reanchor_tasks if t not in known]
+    splits = [config.reanchor_split] if config.reanchor_split or config.reanchor_tasks else suite.splits()
+    known = {t.id: t for split in splits for t in suite.tasks(split)}
+    unknown = [t for t in task_ids if t not in known]
     if unknown:
         raise InputError("--reanchor-tasks", None, f"unknown task id(s) {', '.join(unknown)}")
-    runner = Reanchor(suite=suite, tasks=[known[t] for t in config.reanchor_tasks], harnesses=harnesses,
+    runner = Reanchor(suite=suite, tasks=[known[t] for t in task_ids], harnesses=harnesses,
                       model_path=model_path, out=config.out / "reanchor", sandbox=config.sandbox,
-                      max_turns=config.reanchor_max_turns, max_new_tokens=config.reanchor_max_new_tokens,
+                      max_turns=config.reanchor_max_turns or config.max_turns, temperature=config.temperature,
+                      max_new_tokens=config.reanchor_max_new_tokens,
                       command_timeout_s=config.command_timeout_s)
     runner.check()
+    every = reanchor_every(config)
 
     class ReanchorCallback(TrainerCallback):
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            if state.global_step % (config.reanchor_every or 1) or not state.is_world_process_zero:
+            if state.global_step % every or not state.is_world_process_zero:
                 return  # the main process alone routes, so it alone re-anchors
             checkpoint = config.out / "checkpoints" / f"step-{state.global_step}"
             kwargs["model"].save_pretrained(str(checkpoint))
             router.reanchor(runner.run(state.global_step, checkpoint))  # type: ignore[attr-defined]
 
-    return ReanchorCallback()
+    return ReanchorCallback(), runner
 
 
 def make_trainer(config: RescueTrainConfig, model_path: Path, factories: dict[str, Any], rows: list[dict[str, Any]],
@@ -431,7 +506,7 @@ def make_trainer(config: RescueTrainConfig, model_path: Path, factories: dict[st
         // (config.steps_per_generation * world_size()), num_generations=config.k, gradient_accumulation_steps=1,
         max_steps=config.max_steps, learning_rate=config.learning_rate,
         **grpo_objective_args(objective, config.use_vllm),
-        max_completion_length=config.max_completion_length, max_tool_calling_iterations=config.max_tool_calls,
+        max_completion_length=config.max_completion_length, max_tool_calling_iterations=config.max_turns - 1,
         temperature=config.temperature, use_vllm=config.use_vllm, vllm_mode=config.vllm_mode,
         logging_steps=1, save_strategy="no", report_to=[], seed=config.seed, bf16=torch.cuda.is_available(),
         use_cpu=not torch.cuda.is_available(), disable_tqdm=True,
@@ -441,21 +516,28 @@ def make_trainer(config: RescueTrainConfig, model_path: Path, factories: dict[st
     from unscaffold.llm.hf_backend import quiet_after_first_load
 
     quiet_after_first_load()  # the re-anchoring runs load the checkpoint again: no second round of bars
-    lora = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, target_modules="all-linear",
-                      task_type="CAUSAL_LM")
+    lora: LoraConfig | None = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, target_modules="all-linear",
+                                         task_type="CAUSAL_LM")
+    if config.init_adapter is not None:  # a warm start: the adapter trains on from where it was
+        from peft import PeftModel
+
+        model, lora = PeftModel.from_pretrained(model, str(config.init_adapter), is_trainable=True), None
     return RescueGRPOTrainer(
         model=model, args=args, processing_class=tokenizer, train_dataset=Dataset.from_list(rows),
         environment_factory=factories, peft_config=lora,
         rescue=RescueHook(success=config.success, **hook), tool_schemas=tool_schemas)
 
 
-def summarise(lines: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
+def summarise(lines: list[dict[str, Any]], wall_s: float, optimiser_steps: int) -> dict[str, Any]:
+    """`steps` counts optimiser steps; each line of metrics.jsonl is one generation batch."""
     groups = sum(line["groups"] for line in lines)
     rescued = sum(line["rescued_groups"] for line in lines)
     rollouts = sum(line["rollouts"] for line in lines)
     grpo = sum(line["grpo_rollouts"] for line in lines)
     return {
-        "steps": len(lines),
+        "steps": optimiser_steps,
+        "generation_batches": len(lines),
+        "effective_groups": sum(line.get("effective_groups", 0) for line in lines),
         "effective_group_rate": sum(line["effective_group_rate"] * line["groups"] for line in lines) / groups
         if groups else 0.0,
         "base_effective_group_rate": sum(line["base_effective_group_rate"] * line["groups"] for line in lines)
@@ -467,3 +549,39 @@ def summarise(lines: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
         "extra_rollout_pct": 100.0 * (rollouts - grpo) / grpo if grpo else 0.0,
         "wall_s": wall_s,
     }
+
+
+def rescue_record(config: RescueTrainConfig, model_path: Path, task_ids: list[str], lines: list[dict[str, Any]],
+                  summary: dict[str, Any], clock: Clock, *, fillers: int, reanchor_trials: int, router: Router,
+                  moved: bool) -> TrainingRecord:
+    """The run's record: every rollout it sampled, the router's LLM calls, and whether it trained at all."""
+    table = getattr(router, "table", None)
+    validation = sum(len(v) for t in table.tasks for v in t.rewards.values()) if table is not None else 0
+    meter = getattr(router, "meter", None)
+    wall, cpu, gpu = clock.seconds()
+    grpo = sum(line["grpo_rollouts"] for line in lines)
+    cost = TrainingCost(
+        rollouts=Rollouts(base=grpo, rescue=summary["rollouts"] - grpo, filler=fillers, reanchor=reanchor_trials,
+                          validation=validation),
+        router_calls=meter.calls if meter else 0,
+        router_tokens={"input": meter.input_tokens, "output": meter.output_tokens} if meter else {},
+        optimiser_steps=summary["steps"], generation_batches=summary["generation_batches"],
+        cpu_s=cpu, gpu_s=gpu, wall_s=wall)
+    warm = warm_start_record(config.init_adapter) if config.init_adapter else None
+    if warm is not None:
+        cost = add_costs(warm.cost, cost)
+    reason = None
+    if not summary["effective_groups"]:
+        reason = ("no effective group: every group's rewards were equal, so every advantage and every gradient "
+                  "was zero")
+    elif not moved:
+        reason = "every update was zero: the adapter's LoRA B weights are where they started"
+    return TrainingRecord(
+        recipe="rescue", method=config.router, base_model=config.model, base_model_path=str(model_path),
+        suite=config.suite, train_tasks=sorted(task_ids), seed=config.seed, trained=reason is None,
+        not_trained_reason=reason, cost=cost, warm_start=str(config.init_adapter) if warm else None,
+        evaluation={"suite": config.suite, "split": config.split, "opening": config.opening,
+                    "max_turns": config.max_turns, "command_timeout_s": config.command_timeout_s,
+                    "max_completion_length": config.max_completion_length, "temperature": config.temperature,
+                    "success": config.success, "k": config.k, "top_k": top_k_of(config),
+                    "reanchor_every": reanchor_every(config)})

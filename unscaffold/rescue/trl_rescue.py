@@ -98,8 +98,11 @@ class RescueHook:
     """The unscaffold side of the rescue step: which siblings, the rows to sample, what to record."""
 
     def __init__(self, pick: Callable[[str, int], list[str]] | None, rescue_row: Callable[[dict[str, Any], str], dict],
-                 record: Callable[[list[GroupOutcome], list[float]], None], success: float = SUCCESS) -> None:
+                 record: Callable[[list[GroupOutcome], list[float]], None], success: float = SUCCESS,
+                 spread: list[str] | None = None) -> None:
         self.pick, self.rescue_row, self.record, self.success = pick, rescue_row, record, success
+        self.spread = spread  # the fixed-mixture control: rollout j of every group under spread[j]
+        self.fillers = 0  # rollouts sampled only to even out the processes' shares (cost, never trained)
 
 
 class RescueGRPOTrainer(GRPOTrainer):
@@ -154,11 +157,14 @@ class RescueGRPOTrainer(GRPOTrainer):
         return self.accelerator.gather(torch.tensor(local, dtype=torch.float32, device=device)).tolist()
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        k, n = self.num_generations, len(inputs)
+        rank, world = self.accelerator.process_index, self.accelerator.num_processes
+        if self.rescue.spread and self.model.training:  # row r of the global batch is rollout r % K of its group
+            spread = self.rescue.spread
+            inputs = [self.rescue.rescue_row(x, spread[(rank * n + i) % k]) for i, x in enumerate(inputs)]
         out = super()._generate_and_score_completions(inputs)
         if not self.model.training:
             return out
-        k, n = self.num_generations, len(inputs)
-        rank, world = self.accelerator.process_index, self.accelerator.num_processes
         base = self._scored_rewards()  # every rank's rows, in rank order
         task_ids = gather_object([x["task_id"] for x in inputs]) if world > 1 else [x["task_id"] for x in inputs]
         groups = [base[i: i + k] for i in range(0, len(base), k)]
@@ -171,6 +177,7 @@ class RescueGRPOTrainer(GRPOTrainer):
             mine = plan.rows[rank]
             rows = [self.rescue.rescue_row(inputs[r - rank * n], picks[r // k][r % k]) for r in mine]
             rescued = super()._generate_and_score_completions(rows + [inputs[0]] * (plan.share - len(mine)))
+            self.rescue.fillers += plan.share * world - len(failed) * k
             scored = self._scored_rewards()
             at = {r: scored[p * plan.share + j] for p, held in enumerate(plan.rows)
                   for j, r in enumerate(held)}
@@ -187,6 +194,23 @@ class RescueGRPOTrainer(GRPOTrainer):
         row_tokens = self.accelerator.gather(mask.sum(dim=1)).tolist()
         if self.accelerator.is_main_process:
             self.rescue.record(outcomes, row_tokens)
+        return out
+
+    def _tool_call_loop(self, prompts: Any, prompt_ids: Any, completion_ids: Any, completions: Any,
+                        *rest: Any) -> Any:
+        """TRL's tool loop with h's rules: each reply answered whole as h answers it (`ReplyTools`), and the
+        last reply's calls run as h runs them (TRL's iteration limit is the turn limit less one, so a rollout
+        has as many replies as a run's turns)."""
+        from unscaffold.rescue.environment import HarnessEnvironment, ReplyTools
+
+        tools = [ReplyTools(env, completions[i]) if isinstance(env, HarnessEnvironment) else None
+                 for i, env in enumerate(getattr(self, "environments", None) or [])]
+        if tools and all(t is not None for t in tools):
+            self._sync_tool_dicts = tools
+        out = super()._tool_call_loop(prompts, prompt_ids, completion_ids, completions, *rest)
+        for t in tools:
+            if t is not None:
+                t.finish()
         return out
 
     def _picks(self, failed: list[int], task_ids: list[str], k: int) -> dict[int, list[str]]:

@@ -24,6 +24,7 @@ from unscaffold.errors import InputError
 from unscaffold.iojson import append_jsonl, read_json, write_json_atomic, write_text_atomic
 from unscaffold.sft.config import TrainConfig, gradient_accumulation
 from unscaffold.sft.data import Prepared, prepare, read_rows
+from unscaffold.training_record import Clock, TrainingRecord, lora_moved, sft_record
 
 CHECKPOINTS = "checkpoints"
 LOG = "train_log.jsonl"
@@ -63,6 +64,8 @@ class TrainSummary(BaseModel):
     hardware: dict[str, Any]
     lora_modules: dict[str, int] = Field(default_factory=dict, description="module path within a layer (e.g. "
                                          "`linear_attn.in_proj_qkv`) -> how many layers train a LoRA adapter on it")
+    record: TrainingRecord | None = Field(None, description="base model, train tasks, settings and full cost, in "
+                                          "the units `rescue train` records too")
 
 
 def world() -> tuple[int, bool]:
@@ -168,6 +171,7 @@ def train_sft(data: Path, out: Path, config: TrainConfig, *, resume: bool = Fals
     from unscaffold.llm.tiny import resolve_model_path
 
     out = Path(out)
+    clock = Clock()
     world_size, main = world()
     accumulation = gradient_accumulation(config, world_size)
     checkpoint = check_out_dir(out, resume)
@@ -246,6 +250,8 @@ def train_sft(data: Path, out: Path, config: TrainConfig, *, resume: bool = Fals
     seconds = time.monotonic() - started
     trainer.save_model(str(out))
     summary = _summary(trainer, prepared, config, base, hardware, world_size, accumulation, seconds, resumed_step)
+    summary.record = sft_record(data, config.model, base, summary.steps, config.seed, clock,
+                                lora_moved(trainer.model))
     if main:
         write_json_atomic(out / SUMMARY, summary)
         plot_loss(out / LOG, out / PLOT)
