@@ -113,7 +113,9 @@ def evaluation_settings(config: Any) -> dict[str, Any]:
     return {"suite": config.suite, "trials": config.trials, "max_turns": config.agent.max_turns,
             "max_format_errors": config.agent.max_format_errors, "command_timeout_s": config.sandbox.command_timeout_s,
             "opening": config.opening, "finish_checks": config.finish_checks,
-            "max_new_tokens": spec.max_new_tokens if spec else None, "temperature": spec.temperature if spec else None}
+            "max_new_tokens": spec.max_new_tokens if spec else None,
+            "temperature": (spec.sampling.temperature if spec else None)
+            or getattr(getattr(config, "sampling", None), "temperature", None)}
 
 
 def sft_record(data: Any, model: str, base_path: str, steps: int, seed: int, clock: Clock,
