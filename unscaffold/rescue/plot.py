@@ -1,64 +1,96 @@
-"""Self-contained HTML pages of inline SVG: rescue training metrics per step (the simulator's page:
-sim_page.py)."""
+"""`rescue train`'s `metrics.html`: the run at the level of the collection report: whether anything was
+trained, its settings, the summary beside the published figures' names, loss and reward, and every step's
+numbers, each chart's curves named at their ends (the simulator's page: sim_page.py)."""
 
 from __future__ import annotations
 
+import json
 from html import escape
 from pathlib import Path
 from typing import Any
 
 from unscaffold.iojson import write_text_atomic
+from unscaffold.rescue.sim_page import STYLE, curve_chart, table_html
 
-COLOURS = ["#4c7bd9", "#d9534c", "#3a9d5d", "#c48a1c", "#8a4cd9", "#555555"]
-
-
-def line_chart(title: str, series: dict[str, list[tuple[float, float]]], y_max: float = 1.0,
-               x_label: str = "step") -> str:
-    """Lines over a shared x axis, y from 0 to y_max, with a legend."""
-    points = [p for s in series.values() for p in s]
-    if not points:
-        return ""
-    w, h, left, top = 420, 200, 40, 24
-    x_lo, x_hi = min(p[0] for p in points), max(p[0] for p in points)
-    span = (x_hi - x_lo) or 1.0
-
-    def xy(p: tuple[float, float]) -> str:
-        return f"{left + w * (p[0] - x_lo) / span:.1f},{top + h - h * min(p[1], y_max) / y_max:.1f}"
-
-    parts = [f'<text x="0" y="14" font-size="13" font-weight="600">{escape(title)}</text>',
-             f'<line x1="{left}" y1="{top + h}" x2="{left + w}" y2="{top + h}" stroke="#999"/>',
-             f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + h}" stroke="#999"/>',
-             f'<text x="2" y="{top + 10}" font-size="11">{y_max:g}</text>',
-             f'<text x="2" y="{top + h}" font-size="11">0</text>',
-             f'<text x="{left}" y="{top + h + 16}" font-size="11">{x_lo:g}</text>',
-             f'<text x="{left + w - 30}" y="{top + h + 16}" font-size="11">{x_hi:g} {escape(x_label)}</text>']
-    for i, (name, pts) in enumerate(series.items()):
-        colour = COLOURS[i % len(COLOURS)]
-        parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" '
-                     f'points="{" ".join(xy(p) for p in sorted(pts))}"/>')
-        parts.append(f'<text x="{left + w + 10}" y="{top + 14 + 16 * i}" font-size="12" fill="{colour}">'
-                     f'{escape(name)}</text>')
-    return (f'<svg class="plot" width="{left + w + 170}" height="{top + h + 24}" role="img" '
-            f'aria-label="{escape(title)}">{"".join(parts)}</svg>')
+SETTINGS = ("model", "suite", "router", "k", "top_k", "max_steps", "tasks_per_step", "steps_per_generation",
+            "learning_rate", "temperature", "max_turns", "max_completion_length", "lora_r", "lora_alpha", "seed",
+            "init_adapter", "pool")
+SUMMARY = (("optimiser steps", "steps", "{:g}"), ("generation batches", "generation_batches", "{:g}"),
+           ("effective group rate (after rescue)", "effective_group_rate", "{:.3f}"),
+           ("effective group rate of plain GRPO", "base_effective_group_rate", "{:.3f}"),
+           ("rescued groups", "rescued_groups", "{:g}"), ("rescue success rate", "rescue_success_rate", "{:.3f}"),
+           ("training rollouts", "rollouts", "{:g}"), ("extra rollouts, % of GRPO's", "extra_rollout_pct", "{:.1f}"),
+           ("seconds", "wall_s", "{:.0f}"))
+STEP_COLUMNS = (("step", "step", "{:g}"), ("groups", "groups", "{:g}"), ("rescued", "rescued_groups", "{:g}"),
+                ("effective rate", "effective_group_rate", "{:.3f}"),
+                ("plain GRPO rate", "base_effective_group_rate", "{:.3f}"),
+                ("rescue success", "rescue_success_rate", "{:.3f}"), ("rollouts", "rollouts", "{:g}"),
+                ("extra %", "extra_rollout_pct", "{:.1f}"), ("mean reward", "mean_reward", "{:.3f}"))
 
 
-def write_page(path: Path, title: str, charts: list[str]) -> Path:
-    body = "".join(f"<div>{c}</div>" for c in charts if c)
+def _cell(value: Any, form: str) -> str:
+    if value is None:
+        return "-"
+    try:
+        return form.format(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _trl_log(path: Path | None) -> list[dict[str, Any]]:
+    if path is None or not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict) and "step" in row:
+            out.append(row)
+    return out
+
+
+def write_training_plot(lines: list[dict[str, Any]], path: Path, summary: dict[str, Any] | None = None,
+                        settings: dict[str, Any] | None = None, trl_log: Path | None = None) -> Path:
+    summary, settings = summary or {}, settings or {}
+
+    def series(key: str, rows: list[dict[str, Any]] = lines) -> list[tuple[float, float]]:
+        return [(float(r["step"]), float(r[key])) for r in rows if isinstance(r.get(key), int | float)]
+
+    logged = _trl_log(trl_log)
+    method = summary.get("method") or settings.get("router") or ""
+    suite = summary.get("suite")
+    title = "rescue GRPO" + (f": {method}" if method else "") + (f" on {suite}" if suite else "")
+    parts = [f"<h1>{escape(title)}</h1>"]
+    if summary.get("trained") is False:
+        parts.append(f'<p style="color:#b00;font-weight:600">not trained: '
+                     f'{escape(str(summary.get("not_trained_reason") or "no update moved the weights"))}; '
+                     "`compare` does not rank this run</p>")
+    parts.append("<h2>summary</h2>" + table_html(["figure", "value"], [
+        [name, _cell(summary.get(key), form)] for name, key, form in SUMMARY if key in summary]))
+    for note in summary.get("notes") or []:
+        parts.append(f'<p class="muted">{escape(str(note))}</p>')
+    shown = [[k, str(settings[k])] for k in SETTINGS if settings.get(k) is not None]
+    if shown:
+        parts.append("<h2>settings</h2>" + table_html(["setting", "value"], shown))
+    parts.append("<h2>per step</h2>")
+    charts = [
+        curve_chart("effective group rate", {"after rescue": series("effective_group_rate"),
+                                             "plain GRPO (before rescue)": series("base_effective_group_rate")},
+                    "optimiser step", "share of groups"),
+        curve_chart("rescue success and the router's preference", {
+            "rescue success": series("rescue_success_rate"), "prefers base": series("base_preferred_rate"),
+            "undecided": series("base_undecided_rate")}, "optimiser step", "share"),
+        curve_chart("extra rollouts", {"extra rollouts": series("extra_rollout_pct")}, "optimiser step",
+                    "% of plain GRPO's"),
+        curve_chart("loss and reward (TRL's log)", {"loss": series("loss", logged),
+                                                    "mean reward": series("reward", logged)},
+                    "optimiser step", "value"),
+    ]
+    parts += [f"<div>{c}</div>" for c in charts if c]
+    parts.append(table_html([name for name, _, _ in STEP_COLUMNS],
+                            [[_cell(r.get(key), form) for _, key, form in STEP_COLUMNS] for r in lines]))
     write_text_atomic(path, f"<!doctype html><meta charset='utf-8'><title>{escape(title)}</title>"
-                      f"<style>body{{font-family:sans-serif;margin:2em}} svg{{margin:1em 0}}</style>"
-                      f"<h1>{escape(title)}</h1>{body}")
+                      f"<style>{STYLE}</style>{''.join(parts)}")
     return path
-
-
-def write_training_plot(lines: list[dict[str, Any]], path: Path) -> Path:
-    def series(key: str) -> list[tuple[float, float]]:
-        return [(line["step"], line[key]) for line in lines]
-
-    return write_page(path, "rescue GRPO", [
-        line_chart("effective group rate", {"after rescue": series("effective_group_rate"),
-                                            "plain GRPO (before rescue)": series("base_effective_group_rate")}),
-        line_chart("rescue success rate and base preference", {"rescue success": series("rescue_success_rate"),
-                                                                "router prefers base": series("base_preferred_rate")}),
-        line_chart("extra rollouts (% of GRPO)", {"extra rollouts": series("extra_rollout_pct")}, y_max=100.0),
-    ])
-

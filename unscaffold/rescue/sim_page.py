@@ -89,7 +89,7 @@ def curve_chart(title: str, series: dict[str, list[tuple[float, float]]], x_labe
             f'aria-label="{escape(title)}">{"".join(parts)}</svg>')
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> str:
+def table_html(headers: list[str], rows: list[list[str]]) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
@@ -98,9 +98,9 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
 def simulation_page(result: Simulation, path: Path) -> Path:
     """The whole page: settings, the methods' numbers with the published ones, one chart and table a sweep."""
     knobs = result.knobs.model_dump()
-    settings = _table(["setting", "value"], [["seed", str(result.seed)]]
+    settings = table_html(["setting", "value"], [["seed", str(result.seed)]]
                       + [[k, f"{v:g}" if isinstance(v, float) else str(v)] for k, v in knobs.items()])
-    methods = _table(
+    methods = table_html(
         ["method", "effective group rate", "published", "rescue success", "published", "extra rollouts %",
          "final base success"],
         [[m, f"{r.effective_group_rate:.3f}", PUBLISHED.get(m) or "-", f"{r.rescue_success_rate:.3f}",
@@ -114,7 +114,7 @@ def simulation_page(result: Simulation, path: Path) -> Path:
         rows = [[f"{p.value:g}", *[f"{p.effective_group_rate[m]:.3f}" for m in names],
                  "holds" if p.ordering_holds else "BREAKS"] for p in points]
         sections.append(f"<h2>{escape(knob)}</h2>{chart}"
-                        + _table([knob, *names, "adaptive > same_harness > grpo"], rows))
+                        + table_html([knob, *names, "adaptive > same_harness > grpo"], rows))
     ordering = "holds" if result.ordering_holds else "BREAKS"
     write_text_atomic(path, (
         "<!doctype html><meta charset='utf-8'><title>rescue simulator</title>"

@@ -419,7 +419,9 @@ def train_on(suite: Suite, config: RescueTrainConfig, progress: Callable[[dict[s
     write_json_atomic(config.out / "summary.json", summary)
     from unscaffold.rescue.plot import write_training_plot
 
-    write_training_plot(recorder.lines, config.out / "metrics.html")
+    write_training_plot(recorder.lines, config.out / "metrics.html", summary,
+                        {**config.model_dump(mode="json"), "model": str(model_path), "pool": str(pool.path),
+                         "top_k": top_k_of(config)}, config.out / TRL_LOG)
     state.wait_for_everyone()
     return summary
 
