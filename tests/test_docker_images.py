@@ -211,6 +211,9 @@ def test_a_task_image_that_cannot_be_pulled_names_the_option(tmp_path: Path) -> 
         def create(self, **kwargs: Any) -> Any:
             raise docker.errors.ImageNotFound("no such image: ubuntu:24.04")
 
+        def list(self, **kwargs: Any) -> list[Any]:  # no leftover container of a dead owner
+            return []
+
     client = FakeClient(images=RecordingImages(unpullable={"ubuntu:24.04"}))
     client.containers = Containers()  # type: ignore[assignment]
     with pytest.raises(SandboxUnavailable) as err:

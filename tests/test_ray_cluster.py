@@ -63,7 +63,8 @@ def collection(out: Path, executor: str, **overrides: Any) -> RunConfig:
     return RunConfig(**fields)
 
 
-TIMING = {"started_at", "ended_at", "wall_s", "model_s", "exec_s", "duration_s", "isolation"}  # isolation: the uid
+TIMING = {"started_at", "ended_at", "wall_s", "model_s", "exec_s", "duration_s", "isolation",  # isolation: the uid
+          "pid"}  # evidence events: the process ids a sandbox hands out
 
 
 def untimed(value: Any) -> Any:

@@ -161,7 +161,8 @@ def test_rescue_train_tiny_model_rescues_and_learns(tmp_path: Path, monkeypatch:
     texts = [tokenizer.decode(ids) for ids in rescue_prompts]
     assert len(texts) == 8 and all("## Lessons from earlier tasks" in t for t in texts)
     assert sum('"name": "api_doc"' in t for t in texts) == 4
-    assert (out / "metrics.html").read_text().count("<svg") == 3
+    page = (out / "metrics.html").read_text()
+    assert page.count("<svg") == 4 and "loss and reward" in page  # three rescue charts and TRL's loss and reward
     # train = deploy: each rollout's prompt is, token for token, what `unscaffold run --harness NAME` renders
     # for the same task and model (the hf: backend), for the base harness h and for a sibling
     from unscaffold.llm.hf_backend import HFModel

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 import zipfile
@@ -25,6 +26,7 @@ from unscaffold.benchmarks.spreadsheet.measure import reference_policy
 from unscaffold.benchmarks.spreadsheet.recalc import Limits, libreoffice
 from unscaffold.benchmarks.spreadsheet.scorer import score_case, score_cases
 from unscaffold.benchmarks.spreadsheet.suite import SpreadsheetSuite, input_name, output_name
+from unscaffold.bounded import LimitExceeded
 
 TASK = "line-totals-1"
 OUTPUT = f"output/{output_name(TASK)}"
@@ -413,6 +415,12 @@ def test_without_bubblewrap_an_engine_runs_as_nobody_with_nothing_of_the_host(tm
     assert done.stdout.decode().split() == ["65534", "0", str(work)]
     assert (work / "made").stat().st_uid == 0  # handed back after the run
     output = book(tmp_path / "out.xlsx", {"S": {"A1": 2, "A2": "=A1*3"}})
+    if not recalc.reachable_by_others(Path(sys.executable)):  # e.g. a pyenv Python under a private /root
+        with pytest.raises(LimitExceeded) as err:
+            recalc._formulas_engine(output, [("S", 2, 1)], "the engine", 60.0, 3 << 30)
+        assert str(err.value).startswith(f"the engine cannot run unprivileged: {sys.executable} lies where the "
+                                         "unprivileged user cannot reach it; install bubblewrap")
+        return
     assert recalc._formulas_engine(output, [("S", 2, 1)], "the engine", 60.0, 3 << 30) == {"values": [["S", 2, 1, 6]]}
 
 

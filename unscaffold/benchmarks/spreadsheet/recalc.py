@@ -365,6 +365,10 @@ def _formulas_engine(path: Path, missing: list[tuple[str, int, int]], what: str,
             answer = json.loads(text)
         except json.JSONDecodeError:
             last = (done.stderr_tail.splitlines() or [why])[-1][-200:]
+            if done.returncode == 126 and not reachable_by_others(Path(sys.executable)):
+                raise LimitExceeded(f"{what} cannot run unprivileged: {sys.executable} lies where the unprivileged "
+                                    "user cannot reach it; install bubblewrap (the engine's sandbox) or use a "
+                                    "Python installed outside a private home") from None
             raise LimitExceeded(f"{what} failed (exit {done.returncode}): {last}") from None
         if not isinstance(answer, dict):
             raise LimitExceeded(f"{what} failed: its answer is not an object")
@@ -373,6 +377,14 @@ def _formulas_engine(path: Path, missing: list[tuple[str, int, int]], what: str,
         return answer
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def reachable_by_others(path: Path) -> bool:
+    """Whether a user other than the owner can execute `path`: every folder above its real file searchable and
+    the file executable by others (a virtualenv's Python may point into a private home)."""
+    real = path.resolve()
+    folders = [p for p in real.parents]
+    return all(p.stat().st_mode & 0o001 for p in folders) and bool(real.stat().st_mode & 0o001)
 
 
 def engine_tmp() -> str:
