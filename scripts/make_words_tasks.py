@@ -2,12 +2,14 @@
 line is `WORD`.") and their split, the toy family a small real model is distilled on (docs/models.md).
 
 Each task is a folder Harbor reads (instruction.md, task.toml, tests/test.sh, solution/solve.sh); the
-split (10 train, 6 test) is `examples/harbor_words/split.json`. Run it again to regenerate the folders."""
+split (10 train, 6 test) is `examples/harbor_words/split.json`. Run it again to regenerate the folders
+(`python scripts/make_words_tasks.py [OUT]` writes them into OUT instead)."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "examples" / "harbor_words"
@@ -33,10 +35,10 @@ timeout_sec = 600.0
 """
 
 
-def write_task(name: str, word: str) -> str:
+def write_task(root: Path, name: str, word: str) -> str:
     """One task folder; returns its id (the folder name)."""
     task_id = f"word-{name}"
-    folder = ROOT / task_id
+    folder = root / task_id
     (folder / "tests").mkdir(parents=True)
     (folder / "solution").mkdir()
     path = f"/app/{name}.txt"
@@ -52,14 +54,15 @@ def write_task(name: str, word: str) -> str:
 
 
 def main() -> None:
-    if ROOT.exists():
-        shutil.rmtree(ROOT)
-    ROOT.mkdir(parents=True)
-    ids = [write_task(name, word) for name, word in PAIRS]
+    root = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    ids = [write_task(root, name, word) for name, word in PAIRS]
     split = {"comment": "examples/harbor_words, written by scripts/make_words_tasks.py",
              "train": ids[:N_TRAIN], "validation": [], "test": ids[N_TRAIN:]}
-    (ROOT / "split.json").write_text(json.dumps(split, indent=1) + "\n")
-    print(f"{len(ids)} tasks in {ROOT} (train {N_TRAIN}, test {len(ids) - N_TRAIN})")
+    (root / "split.json").write_text(json.dumps(split, indent=1) + "\n")
+    print(f"{len(ids)} tasks in {root} (train {N_TRAIN}, test {len(ids) - N_TRAIN})")
 
 
 if __name__ == "__main__":
