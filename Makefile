@@ -54,6 +54,7 @@ perf: $(STAMP) sysdeps
 	$(PY) -m perf.spreadsheet_scoring
 	$(PY) -m perf.cascade_whatif
 	$(PY) -m perf.rescue_overhead
+	$(PY) -m perf.smollm_vs_trl
 
 # docs/cli.md, the command reference, is generated from the commands themselves.
 docs: $(STAMP)
