@@ -99,8 +99,8 @@ def test_the_real_model_on_harbor_data_gets_its_settings_data_split_and_bank() -
     assert _after(plan.stage("compile-k").argv, "--data") == data
     train = plan.stage("train-sft-b5").argv
     assert (_after(train, "--model"), _after(train, "--learning-rate"), _after(train, "--max-steps")) == (
-        "smollm2-135m", "5e-4", "30")
-    assert plan.estimate().model_dump() == {"rollouts": 28, "reviewer_calls": 50, "training_steps": 30}
+        "smollm2-135m", "5e-4", "20")
+    assert plan.estimate().model_dump() == {"rollouts": 28, "reviewer_calls": 50, "training_steps": 20}
     assert plan.stage("compare").argv == ["compare", "{dir}/base-h", "{dir}/base-hstar", "{dir}/tuned-b5", "--out",
                                           "{dir}/compare.html"]
 
