@@ -31,7 +31,7 @@ family = "harbor_words"
 timeout_sec = 30.0
 
 [agent]
-timeout_sec = 600.0
+timeout_sec = 3600.0
 """
 
 

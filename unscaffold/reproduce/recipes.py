@@ -58,12 +58,12 @@ class ModelSettings(BaseModel):
 # SmolLM2-135M-Instruct learns a one-call format from a few rows in about 25 steps of one row (NOTES.md);
 # 20 steps at 5e-4 without warm-up (the recipe: 2e-4, batch 8, 2 epochs) teach it the harbor_words rows.
 # A one-line file task needs two turns (write, answer), and a write command in its JSON wrapper about 100
-# tokens: generations stop at 128 tokens and runs at two turns, two trials at once, so that the whole plan
-# fits in well under an hour of two shared cores.
+# tokens: generations stop at 128 tokens and runs at two turns. One process generates one reply at a time, so
+# trials run one at a time (more would only wait for each other, and their wait counts to the wall limit).
 SMOLLM_SETTINGS = ModelSettings(
     sft=["--learning-rate", "5e-4", "--warmup-ratio", "0", "--batch-size", "1", "--per-device-batch-size", "1",
          "--max-steps", "20"],
-    limit="?max_new_tokens=128", run=["--max-turns", "2", "--concurrency", "2"])
+    limit="?max_new_tokens=128", run=["--max-turns", "2"])
 
 
 def model_settings(model: str) -> ModelSettings | None:
