@@ -59,3 +59,23 @@ def test_the_rules_reviewer_replaces_a_finish_without_a_write(tmp_path: Path, wr
     assert command.startswith("python3 - '{\"path\": \"/app/city.txt\", \"text\": \"Lisbon\"}' <<'UNSCAFFOLD_RECIPE'")
     assert [m["role"] for m in messages[2:]] == ["assistant", "tool", "assistant"]
     assert messages[3]["content"] == "\n[exit_code=0]" and messages[4]["content"] == "The file is written."
+
+
+@needs_bwrap
+def test_the_recorded_reviewer_writes_and_closes_so_build_sft_keeps_the_rows(tmp_path: Path, write_replay) -> None:
+    """The untrained model's own closing text is chat markup (`<tool_response>` repeated), which build-sft must
+    drop; the recorded reviewer replaces it with a plain answer, so the row is kept."""
+    from typer.testing import CliRunner
+
+    from unscaffold.cli import app
+
+    student = write_replay({"*": [final("I created the file."), final("<tool_response>\n\n<tool_response>")]})
+    summary = run(RunConfig(suite="harbor", data=WORDS, split_file=SPLIT, split="train", student=student,
+                            reviewer=f"replay:{WORDS / 'reviewer.json'}", knowledge=SHIPPED_K, budget=5,
+                            task_ids=["word-city"], out=tmp_path / "run"))
+    assert summary.per_task == {"word-city": 1.0} and summary.replacements == 2
+    done = CliRunner().invoke(app, ["build-sft", str(tmp_path / "run"), "--out", str(tmp_path / "sft.jsonl")])
+    assert done.exit_code == 0, done.output
+    (row,) = [json.loads(line) for line in (tmp_path / "sft.jsonl").read_text().splitlines()]
+    assert [m["role"] for m in row["messages"][2:]] == ["assistant", "tool", "assistant"]
+    assert row["messages"][-1]["content"] == "The file `/app/city.txt` now holds the line `Lisbon`."
