@@ -48,7 +48,8 @@ def p_shown_after_write(view: View, p: dict[str, Any]) -> bool:
 
 
 def p_wrote_file(view: View, p: dict[str, Any]) -> bool:
-    return bool(workspace_writes(view))
+    """A write seen in a command, or the words bank's `write_line` (its recipe's path is a JSON argument)."""
+    return bool(workspace_writes(view) or tool_steps(view, ["write_line"]))
 
 
 def p_tie_break(view: View, p: dict[str, Any]) -> bool:
