@@ -56,6 +56,7 @@ perf: $(STAMP) sysdeps
 	$(PY) -m perf.rescue_overhead
 	$(PY) -m perf.evidence_overhead
 	$(PY) -m perf.docker_sweep
+	$(PY) -m perf.smollm_vs_trl
 
 # docs/cli.md, the command reference, is generated from the commands themselves.
 docs: $(STAMP)

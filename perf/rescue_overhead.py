@@ -45,7 +45,7 @@ def timed(cls: type, into: dict[str, float]) -> type:
     return Timed
 
 
-def run_once(kind: str, out: Path, steps: int, k: int) -> dict[str, float]:
+def run_once(kind: str, out: Path, steps: int, k: int, model: str = "tiny", completion: int = 32) -> dict[str, float]:
     """Seconds per optimiser step of one `rescue train` run, wall and CPU."""
     from trl import GRPOTrainer
 
@@ -63,8 +63,8 @@ def run_once(kind: str, out: Path, steps: int, k: int) -> dict[str, float]:
     seconds: dict[str, float] = {}
     trl_rescue.RescueGRPOTrainer = timed(PlainGRPO if kind == "plain" else real, seconds)  # type: ignore[misc]
     try:
-        config = RescueTrainConfig(suite="appworld_lite", model="tiny", out=out, router="random", max_steps=steps,
-                                   k=k, tasks_per_step=1, steps_per_generation=1, max_completion_length=32)
+        config = RescueTrainConfig(suite="appworld_lite", model=model, out=out, router="random", max_steps=steps,
+                                   k=k, tasks_per_step=1, steps_per_generation=1, max_completion_length=completion)
         summary = train(config)
         if kind == "rescue":
             assert summary["rescued_groups"] == 0, "a group needed rescue: the comparison would not be like for like"
@@ -73,18 +73,24 @@ def run_once(kind: str, out: Path, steps: int, k: int) -> dict[str, float]:
         trl_rescue.RescueGRPOTrainer = real  # type: ignore[misc]
 
 
-def main() -> None:
-    args = command_line(__doc__, steps=4, k=4, repeats=2).parse_args()
+def mixed_rewards() -> None:
+    """Every group of even K holds a success and a failure, so no group needs rescue (the real verifier still
+    runs and cleans up): what is left to compare is the rescue trainer's bookkeeping."""
     from unscaffold.rescue.environment import HarnessEnvironment
 
     original = HarnessEnvironment.get_reward
     counter = itertools.count()
 
     def mixed(self: HarnessEnvironment) -> float:
-        original(self)  # the real verifier still runs (and cleans up)
-        return float(next(counter) % 2)  # every group of even K holds successes and failures: nothing to rescue
+        original(self)
+        return float(next(counter) % 2)
 
     HarnessEnvironment.get_reward = mixed  # type: ignore[method-assign]
+
+
+def main() -> None:
+    args = command_line(__doc__, steps=4, k=4, repeats=2).parse_args()
+    mixed_rewards()
     best = {kind: {"wall": float("inf"), "cpu": float("inf")} for kind in ("plain", "rescue")}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.repeats):

@@ -90,10 +90,10 @@ def _rss() -> int:
         return int(f.read().split()[1]) * 4096
 
 
-def run_ours(data: Path, out: Path, model: Path, steps: int) -> dict[str, Any]:
+def run_ours(data: Path, out: Path, model: Path, steps: int, batch: int = BATCH) -> dict[str, Any]:
     memory = PeakMemory()
-    config = TrainConfig(model=str(model), max_steps=steps, per_device_batch_size=BATCH, gradient_checkpointing=True,
-                         save_steps=10_000)
+    config = TrainConfig(model=str(model), max_steps=steps, per_device_batch_size=batch, batch_size=batch,
+                         gradient_checkpointing=True, save_steps=10_000)
     started = time.perf_counter()
     with memory.measure():
         summary = train_sft(data, out, config, progress=False)
@@ -102,7 +102,10 @@ def run_ours(data: Path, out: Path, model: Path, steps: int) -> dict[str, Any]:
             "tokens_per_s": summary.tokens_per_s, "prepare_and_train_s": total, "peak_gb": memory.gb}
 
 
-def run_trl(rows: list[dict[str, Any]], out: Path, model: Path, steps: int) -> dict[str, Any]:
+def run_trl(rows: list[dict[str, Any]], out: Path, model: Path, steps: int, batch: int = BATCH,
+            chat_template: str | None = None) -> dict[str, Any]:
+    """TRL's SFTTrainer on `messages` rows with `assistant_only_loss`; `chat_template` replaces the
+    tokenizer's (a `{% generation %}` training variant where the model's own template has no markers)."""
     import torch
     from datasets import Dataset
     from peft import LoraConfig
@@ -112,7 +115,7 @@ def run_trl(rows: list[dict[str, Any]], out: Path, model: Path, steps: int) -> d
     memory = PeakMemory()
     started = time.perf_counter()
     with memory.measure():
-        args = SFTConfig(output_dir=str(out), max_steps=steps, per_device_train_batch_size=BATCH,
+        args = SFTConfig(output_dir=str(out), max_steps=steps, per_device_train_batch_size=batch,
                          gradient_accumulation_steps=1, learning_rate=2e-4, lr_scheduler_type="cosine_with_min_lr",
                          lr_scheduler_kwargs={"min_lr": 1e-6}, warmup_steps=0.05, seed=42,
                          activation_checkpointing=True, activation_checkpointing_kwargs={"use_reentrant": False},
@@ -120,14 +123,17 @@ def run_trl(rows: list[dict[str, Any]], out: Path, model: Path, steps: int) -> d
                          save_strategy="no", logging_steps=1, bf16=torch.cuda.is_available(),
                          use_cpu=not torch.cuda.is_available())
         dataset = Dataset.from_list([{"messages": r["messages"], "tools": r["tools"]} for r in rows])
+        tokenizer = AutoTokenizer.from_pretrained(model)
+        if chat_template is not None:
+            tokenizer.chat_template = chat_template
         trainer = SFTTrainer(model=AutoModelForCausalLM.from_pretrained(model), args=args, train_dataset=dataset,
-                             processing_class=AutoTokenizer.from_pretrained(model),
+                             processing_class=tokenizer,
                              peft_config=LoraConfig(r=32, lora_alpha=32, target_modules="all-linear",
                                                     task_type="CAUSAL_LM"))
         from transformers import PrinterCallback
 
         trainer.remove_callback(PrinterCallback)
-        consumed = steps * BATCH
+        consumed = steps * batch
         labels = trainer.train_dataset["labels"]
         trained = sum(sum(1 for x in labels[i % len(labels)] if x != -100) for i in range(consumed))
         t0 = time.perf_counter()

@@ -20,6 +20,7 @@ BANKS = {
     "spreadsheet": ROOT / "unscaffold" / "benchmarks" / "spreadsheet" / "hstar",
     "appworld": ROOT / "unscaffold" / "benchmarks" / "appworld_lite" / "hstar",
     "harbor": EXAMPLES / "hstar" / "harbor_bank",
+    "harbor_words": EXAMPLES / "hstar" / "words_bank",
 }
 MINIMUM = 3
 

@@ -15,7 +15,7 @@ from unscaffold.reproduce import published
 from unscaffold.reproduce.command import ReproduceConfig, prepare
 from unscaffold.reproduce.execute import StageFailed, execute
 from unscaffold.reproduce.plan import Plan, Stage, load_plan, plan_toml, write_plan
-from unscaffold.reproduce.recipes import Models, build_plan
+from unscaffold.reproduce.recipes import Models, Sources, build_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,7 +59,7 @@ def test_the_plan_file_round_trips_and_names_every_stage(tmp_path: Path) -> None
     write_plan(plan, tmp_path / "plan.toml")
     assert load_plan(tmp_path / "plan.toml") == plan
     assert [s.name for s in plan.stages] == ["compile-k", "base-h", "base-hstar", "collect-b5", "build-sft-b5",
-                                             "train-sft-b5", "tuned-b5", "behaviors"]
+                                             "train-sft-b5", "tuned-b5", "behaviors", "compare"]
     assert plan.estimate().model_dump() == {"rollouts": 26, "reviewer_calls": 40, "training_steps": 400}
     hs = build_plan("harness-s", "retrosynthesis", "mini", Models(), 1)
     assert [s.name for s in hs.stages] == ["base-h", "rescue-none", "eval-none", "rescue-same", "eval-same",
@@ -73,6 +73,45 @@ def test_the_paper_scale_collects_at_the_three_published_budgets() -> None:
     collects = [s for s in plan.stages if s.name.startswith("collect-")]
     assert [s.argv[s.argv.index("--budget") + 1] for s in collects] == ["5", "3", "1"]
     assert plan.stage("behaviors").argv[plan.stage("behaviors").argv.index("--min-eligible") + 1] == "10"
+
+
+WORDS = ROOT / "examples" / "harbor_words"
+WORDS_SOURCES = Sources(data=WORDS, split_file=WORDS / "split.json", bank=ROOT / "examples" / "hstar" / "words_bank")
+
+
+def _after(argv: list[str], flag: str) -> str:
+    return argv[argv.index(flag) + 1]
+
+
+def test_the_real_model_on_harbor_data_gets_its_settings_data_split_and_bank() -> None:
+    plan = build_plan("harness-zero", "harbor", "mini", Models(model="smollm2-135m", reviewer="rules"), 1,
+                      WORDS_SOURCES)
+    assert plan.train[:2] == ["word-fruit", "word-color"] and len(plan.train) == 10
+    assert plan.test == ["word-fish", "word-flower", "word-spice", "word-cloud", "word-stone", "word-drink"]
+    data, split = str(WORDS.resolve()), str((WORDS / "split.json").resolve())
+    for name in ("base-h", "base-hstar", "collect-b5", "tuned-b5"):
+        argv = plan.stage(name).argv
+        assert (_after(argv, "--data"), _after(argv, "--split-file"), _after(argv, "--max-turns")) == (data, split, "2")
+    assert _after(plan.stage("base-h").argv, "--student") == "hf:smollm2-135m?max_new_tokens=128"
+    assert _after(plan.stage("tuned-b5").argv, "--student") == "hf:smollm2-135m+{dir}/adapter-b5?max_new_tokens=128"
+    assert _after(plan.stage("base-hstar").argv, "--harness") == str(WORDS_SOURCES.bank.resolve())  # type: ignore[union-attr]
+    assert plan.stage("compile-k").argv[:2] == ["compile-k", str(WORDS_SOURCES.bank.resolve())]  # type: ignore[union-attr]
+    assert _after(plan.stage("compile-k").argv, "--data") == data
+    train = plan.stage("train-sft-b5").argv
+    assert (_after(train, "--model"), _after(train, "--learning-rate"), _after(train, "--max-steps")) == (
+        "smollm2-135m", "5e-4", "20")
+    assert plan.estimate().model_dump() == {"rollouts": 28, "reviewer_calls": 50, "training_steps": 20}
+    assert plan.stage("compare").argv == ["compare", "{dir}/base-h", "{dir}/base-hstar", "{dir}/tuned-b5", "--out",
+                                          "{dir}/compare.html"]
+
+
+def test_a_trained_spec_keeps_the_students_generation_limit() -> None:
+    models = Models(model="smollm2-135m", student="hf:smollm2-135m?max_new_tokens=64", reviewer="rules")
+    plan = build_plan("harness-zero", "harbor", "mini", models, 1, WORDS_SOURCES)
+    assert _after(plan.stage("tuned-b5").argv, "--student") == "hf:smollm2-135m+{dir}/adapter-b5?max_new_tokens=64"
+    other = Models(model="smollm2-135m", student="openai:m?x=1@http://localhost:8000/v1", reviewer="rules")
+    plan = build_plan("harness-zero", "harbor", "mini", other, 1, WORDS_SOURCES)  # only an hf: spec lends its limit
+    assert _after(plan.stage("tuned-b5").argv, "--student") == "hf:smollm2-135m+{dir}/adapter-b5?max_new_tokens=128"
 
 
 def test_a_plan_with_a_task_in_train_and_test_is_refused(tmp_path: Path) -> None:

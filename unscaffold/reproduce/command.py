@@ -11,7 +11,7 @@ from rich.console import Console
 from unscaffold.errors import UnscaffoldError
 from unscaffold.flags import flag
 from unscaffold.reproduce.plan import RECIPES, Plan, load_plan, write_plan
-from unscaffold.reproduce.recipes import Models, build_plan
+from unscaffold.reproduce.recipes import Models, Sources, build_plan
 
 PLAN = "plan.toml"
 
@@ -21,8 +21,9 @@ class ReproduceConfig(BaseModel):
 
     recipe: str = Field(description="harness-zero or harness-s.")
     suite: str = Field(description="Suite to reproduce on.", json_schema_extra=flag("--suite"))
-    scale: str = Field("mini", description="mini (offline, the built-in models, minutes on two cores) or paper "
-                       "(the published budgets and settings, for real model specs).", json_schema_extra=flag("--scale"))
+    scale: str = Field("mini", description="mini (offline, the built-in models, minutes to an hour on two cores) or "
+                       "paper (the published budgets and settings, for real model specs).",
+                       json_schema_extra=flag("--scale"))
     out: Path | None = Field(None, description="Folder of both recipes' plans, runs and tables (default: "
                              "runs/reproduce/SUITE-SCALE).", json_schema_extra=flag("--out"))
     plan: Path | None = Field(None, description="A plan TOML to run instead of the generated one.",
@@ -41,6 +42,13 @@ class ReproduceConfig(BaseModel):
                                  "mini scale: the recorded demo reviewer).", json_schema_extra=flag("--reviewer"))
     eval_trials: int = Field(1, ge=1, description="Trials per test task in every evaluation.",
                              json_schema_extra=flag("--eval-trials"))
+    data: Path | None = Field(None, description="The suite's data (a folder of Harbor tasks, real data), passed to "
+                              "every stage that loads the suite.", json_schema_extra=flag("--data"))
+    split_file: Path | None = Field(None, description="The data's splits (JSON or text, see splits/README.md): "
+                                    "train tasks collect and train, test tasks evaluate.",
+                                    json_schema_extra=flag("--split-file"))
+    bank: Path | None = Field(None, description="An h* bank folder compiled into K and run as h* (default: the "
+                              "suite's own).", json_schema_extra=flag("--bank"))
 
     def folder(self) -> Path:
         return self.out or Path("runs") / "reproduce" / f"{self.suite}-{self.scale}"
@@ -74,7 +82,9 @@ def prepare(config: ReproduceConfig) -> tuple[Plan, Path]:
     else:
         models = Models(model=config.model, student=config.student, hstar_student=config.hstar_student,
                         reviewer=config.reviewer)
-        plan = build_plan(config.recipe, config.suite, config.scale, models, config.eval_trials)  # type: ignore[arg-type]
+        sources = Sources(data=config.data, split_file=config.split_file, bank=config.bank)
+        plan = build_plan(config.recipe, config.suite, config.scale, models, config.eval_trials,  # type: ignore[arg-type]
+                          sources)
     check_shared(plan, config.folder())
     if config.plan is None or config.plan.resolve() != path.resolve():
         folder.mkdir(parents=True, exist_ok=True)

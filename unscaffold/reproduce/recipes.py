@@ -1,10 +1,13 @@
 """The two recipes as plans: which commands, in which order, over which tasks, at which scale.
 
 `mini` runs the whole plan offline on two cores: the retrosynthesis suite with the demo's recorded students
-and reviewer and the built-in tiny model (the demo's settings); `paper` writes the published budgets and
-settings (RECIPES.md) for real model specs, with the whole train and test splits."""
+and reviewer and the built-in tiny model (the demo's settings), or any suite and data with a model spec (for
+example the real `smollm2-135m` on examples/harbor_words, with its own SFT and run settings); `paper` writes
+the published budgets and settings (RECIPES.md) for real model specs, with the whole train and test splits."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from pydantic import BaseModel, Field
 
@@ -26,28 +29,93 @@ class Models(BaseModel):
     reviewer: str | None = Field(None, description="reviewer of the collection")
 
 
+class Sources(BaseModel):
+    """Where the tasks and the h* bank come from; None takes the suite's own."""
+
+    data: Path | None = Field(None, description="the suite's data (a folder of Harbor tasks, real data)")
+    split_file: Path | None = Field(None, description="the data's train/test split (JSON or text, splits/README.md)")
+    bank: Path | None = Field(None, description="the h* bank compiled into K and run as h* (default: the suite's)")
+
+    def flags(self) -> list[str]:
+        """`--data` and `--split-file` as every stage that loads the suite takes them (absolute paths)."""
+        out = ["--data", str(self.data.resolve())] if self.data else []
+        return out + (["--split-file", str(self.split_file.resolve())] if self.split_file else [])
+
+    def reads(self) -> list[str]:
+        return [str(p.resolve()) for p in (self.data, self.split_file) if p is not None]
+
+
+class ModelSettings(BaseModel):
+    """A built-in model's settings at mini scale, beside the published recipe's (docs/models.md): its SFT
+    flags, the limit its generations get (`?max_new_tokens=`) and the flags of every run of it."""
+
+    sft: list[str]
+    limit: str
+    run: list[str] = Field(default_factory=list, description="flags of every run of the model")
+    tuned: list[str] = Field(default_factory=list, description="flags of runs of a tuned model only")
+
+
+# SmolLM2-135M-Instruct learns a one-call format from a few rows in about 25 steps of one row (NOTES.md);
+# 20 steps at 5e-4 without warm-up (the recipe: 2e-4, batch 8, 2 epochs) teach it the harbor_words rows.
+# A one-line file task needs two turns (write, answer), and a write command in its JSON wrapper about 100
+# tokens: generations stop at 128 tokens and runs at two turns. One process generates one reply at a time, so
+# trials run one at a time (more would only wait for each other, and their wait counts to the wall limit).
+SMOLLM_SETTINGS = ModelSettings(
+    sft=["--learning-rate", "5e-4", "--warmup-ratio", "0", "--batch-size", "1", "--per-device-batch-size", "1",
+         "--max-steps", "20"],
+    limit="?max_new_tokens=128", run=["--max-turns", "2"])
+
+
+def model_settings(model: str) -> ModelSettings | None:
+    """The mini-scale settings of a built-in model; None for any other (the recipe's defaults)."""
+    from unscaffold import demo
+    from unscaffold.llm import smollm
+
+    if model in (demo.TINY, "tiny"):
+        return ModelSettings(sft=[*demo.TINY_SFT_ARGS, "--max-steps", str(demo.DemoConfig().sft_steps)],
+                             limit=demo.TINY_EVAL[0], tuned=list(demo.TINY_EVAL[1]))
+    if model == smollm.NAME:
+        return SMOLLM_SETTINGS
+    return None
+
+
 class Resolved(BaseModel):
     model: str
     student: str
     hstar_student: str
     reviewer: str | None
-    tiny: bool
+    settings: ModelSettings | None
+    sources: Sources = Field(default_factory=Sources)
     train: list[str]
     test: list[str]
 
+    def run_flags(self) -> list[str]:
+        """`--data`/`--split-file` and the model's own run flags, for every run of the plan."""
+        return self.sources.flags() + (self.settings.run if self.settings else [])
 
-def _suite_tasks(suite: str) -> tuple[list[str], list[str]]:
+
+def _suite_tasks(suite: str, sources: Sources) -> tuple[list[str], list[str]]:
     from unscaffold.benchmarks import load_suite
 
-    with load_suite(suite) as loaded:
+    with load_suite(suite, sources.data, sources.split_file) as loaded:
         return [t.id for t in loaded.tasks("train")], [t.id for t in loaded.tasks("test")]
 
 
-def resolve(suite: str, scale: Scale, models: Models) -> Resolved:
-    """The scale's defaults under the user's specs. Mini on retrosynthesis is the demo's offline set-up."""
+def _limit(student: str, settings: ModelSettings | None) -> str:
+    """The generation limit of a trained spec: the student spec's own `?...` where it has one."""
+    _, query, rest = student.partition("?")
+    if student.startswith("hf:") and query:
+        return f"?{rest}"
+    return settings.limit if settings else ""
+
+
+def resolve(suite: str, scale: Scale, models: Models, sources: Sources | None = None) -> Resolved:
+    """The scale's defaults under the user's specs. Mini on retrosynthesis without other data is the demo's
+    offline set-up; a built-in model elsewhere gets its settings, and its student spec their generation limit."""
     from unscaffold import demo
 
-    recorded = scale == "mini" and suite == demo.SUITE
+    sources = sources or Sources()
+    recorded = scale == "mini" and suite == demo.SUITE and sources.data is None
     if recorded:
         shipped = demo.DemoConfig()
         train, test = demo.demo_tasks(shipped)
@@ -60,12 +128,15 @@ def resolve(suite: str, scale: Scale, models: Models) -> Resolved:
             raise UnscaffoldError(f"--model: {scale} scale on {suite} needs the base model (the offline mini scale "
                                   f"uses the recorded retrosynthesis students)")
         model = models.model
-        student = models.student or f"hf:{model}"
+        settings = model_settings(model) if scale == "mini" or model in (demo.TINY, "tiny") else None
+        student = models.student or f"hf:{model}{settings.limit if settings else ''}"
         hstar = models.hstar_student or student
         reviewer = models.reviewer
-        train, test = _suite_tasks(suite)
+        train, test = _suite_tasks(suite, sources)
+        return Resolved(model=model, student=student, hstar_student=hstar, reviewer=reviewer, settings=settings,
+                        sources=sources, train=train, test=test)
     return Resolved(model=model, student=student, hstar_student=hstar, reviewer=reviewer,
-                    tiny=model in (demo.TINY, "tiny"), train=train, test=test)
+                    settings=model_settings(model), sources=sources, train=train, test=test)
 
 
 def _tasks(ids: list[str]) -> list[str]:
@@ -73,49 +144,58 @@ def _tasks(ids: list[str]) -> list[str]:
 
 
 def _trained(r: Resolved, adapter: str | None) -> tuple[str, list[str]]:
-    """The student spec of the base model (or an adapter on it) and the run flags the tiny model needs."""
-    from unscaffold import demo
-
-    limit, turns = demo.TINY_EVAL if r.tiny else ("", [])
-    return f"hf:{r.model}{f'+{DIR}/{adapter}' if adapter else ''}{limit}", list(turns)
+    """The student spec of the base model (or an adapter on it), with the student's generation limit, and the
+    run flags a tuned built-in model needs."""
+    limit = _limit(r.student, r.settings)
+    return f"hf:{r.model}{f'+{DIR}/{adapter}' if adapter else ''}{limit}", list(r.settings.tuned if r.settings else [])
 
 
 def _evaluate(name: str, about: str, suite: str, student: str, r: Resolved, trials: int, extra: list[str],
               after: list[str]) -> Stage:
     argv = ["run", suite, "--student", student, *_tasks(r.test), "--trials", str(trials), *extra,
-            "--out", f"{DIR}/{name}"]
+            *r.run_flags(), "--out", f"{DIR}/{name}"]
     return Stage(name=name, about=about, argv=argv, out=name, after=after, resumes=True,
                  cost=Cost(rollouts=len(r.test) * trials))
 
 
-def harness_zero(suite: str, scale: Scale, models: Models, eval_trials: int) -> Plan:
+def _sft_steps(args: list[str]) -> int:
+    return int(args[args.index("--max-steps") + 1]) if "--max-steps" in args else 0
+
+
+def harness_zero(suite: str, scale: Scale, models: Models, eval_trials: int, sources: Sources | None = None) -> Plan:
     """h* -> K -> base under h and h* -> reviewed collection per budget -> build-sft -> train-sft -> tuned under
-    h -> behaviour recovery."""
-    from unscaffold import demo
+    h -> behaviour recovery -> the comparison page."""
     from unscaffold.benchmarks import load_suite
 
-    r = resolve(suite, scale, models)
+    r = resolve(suite, scale, models, sources)
     if r.reviewer is None:
         raise UnscaffoldError(f"--reviewer: Harness-Zero on {suite} needs a reviewer model spec")
-    with load_suite(suite) as loaded:
-        bank = loaded.bank_path()
+    if r.sources.bank is not None:
+        bank: Path | None = r.sources.bank.resolve()
+        harness = str(bank)
+    else:
+        with load_suite(suite, r.sources.data, r.sources.split_file) as loaded:
+            bank = loaded.bank_path()
+        harness = "hstar"
     if bank is None:
-        raise UnscaffoldError(f"--suite: {suite} ships no h* bank; evolve one first (unscaffold evolve)")
+        raise UnscaffoldError(f"--suite: {suite} ships no h* bank; pass --bank or evolve one (unscaffold evolve)")
+    data = ["--data", str(r.sources.data.resolve())] if r.sources.data else []
     stages = [
         Stage(name="compile-k", about="compile the h* bank into the reviewer's reference K",
-              argv=["compile-k", str(bank), "--out", f"{DIR}/K", "--suite", suite], out="K", reads=[str(bank)]),
+              argv=["compile-k", str(bank), "--out", f"{DIR}/K", "--suite", suite, *data], out="K",
+              reads=[str(bank), *r.sources.reads()]),
         _evaluate("base-h", "the base student under the minimal harness h", suite, r.student, r, eval_trials, [], []),
         _evaluate("base-hstar", "the base student under the optimised harness h*", suite, r.hstar_student, r,
-                  eval_trials, ["--harness", "hstar"], []),
+                  eval_trials, ["--harness", harness], []),
     ]
-    sft_args = demo.TINY_SFT_ARGS + ["--max-steps", str(demo.DemoConfig().sft_steps)] if r.tiny else []
-    sft_steps = demo.DemoConfig().sft_steps if r.tiny else 0
+    sft_args = r.settings.sft if r.settings else []
+    sft_steps = _sft_steps(sft_args)
     for budget in MINI_BUDGETS if scale == "mini" else PAPER_BUDGETS:
         b = f"b{budget}"
         stages += [
             Stage(name=f"collect-{b}", about=f"reviewed collection on the train split, REPLACE budget {budget}",
                   argv=["run", suite, "--student", r.student, "--reviewer", r.reviewer, "--knowledge", f"{DIR}/K",
-                        "--budget", str(budget), *_tasks(r.train), "--out", f"{DIR}/collect-{b}"],
+                        "--budget", str(budget), *_tasks(r.train), *r.run_flags(), "--out", f"{DIR}/collect-{b}"],
                   out=f"collect-{b}", after=["compile-k"], resumes=True,
                   cost=Cost(rollouts=len(r.train), reviewer_calls=len(r.train) * budget)),
             Stage(name=f"build-sft-{b}", about="the SFT rows: filter, audit, leak scrub, masks",
@@ -136,16 +216,20 @@ def harness_zero(suite: str, scale: Scale, models: Models, eval_trials: int) -> 
               f"{DIR}/tuned-{top}", "--taught", f"{DIR}/sft-{top}.jsonl", "--min-eligible",
               "1" if scale == "mini" else "10", "--json", "--out", f"{DIR}/behaviors.html"],
         out="behaviors.json", stdout=True, after=["base-h", "base-hstar", f"tuned-{top}", f"build-sft-{top}"]))
+    stages.append(Stage(
+        name="compare", about="pass@1 of base and tuned with their 95% intervals, as one page",
+        argv=["compare", f"{DIR}/base-h", f"{DIR}/base-hstar", f"{DIR}/tuned-{top}", "--out", f"{DIR}/compare.html"],
+        out="compare.html", after=["base-h", "base-hstar", f"tuned-{top}"]))
     return Plan(recipe="harness-zero", suite=suite, scale=scale, model=r.model, train=r.train, test=r.test,
                 eval_trials=eval_trials, stages=stages)
 
 
-def harness_s(suite: str, scale: Scale, models: Models, eval_trials: int) -> Plan:
+def harness_s(suite: str, scale: Scale, models: Models, eval_trials: int, sources: Sources | None = None) -> Plan:
     """GRPO without rescue -> same-harness rescue -> rescue with each router -> evaluation under h -> rank-1
     routing, all from the same base model on the same train tasks."""
     from unscaffold.rescue.pool import shipped_pool
 
-    r = resolve(suite, scale, models)
+    r = resolve(suite, scale, models, sources)
     pool = shipped_pool(suite)
     mini = scale == "mini"
     steps, k = (2, 4) if mini else (len(r.train) // 4 * 3, 8)  # paper: 3 epochs of 4 tasks a step, K = 8
@@ -160,8 +244,8 @@ def harness_s(suite: str, scale: Scale, models: Models, eval_trials: int) -> Pla
         stages.append(Stage(
             name=name, about=about,
             argv=["rescue", "train", suite, "--model", r.model, *_tasks(r.train), "--router", router,
-                  "--max-steps", str(steps), *train_args, "--out", f"{DIR}/{name}"],
-            out=name, reads=[str(pool.parent)],
+                  "--max-steps", str(steps), *train_args, *r.sources.flags(), "--out", f"{DIR}/{name}"],
+            out=name, reads=[str(pool.parent), *r.sources.reads()],
             cost=Cost(rollouts=rollouts, training_steps=steps)))
         student, turns = _trained(r, f"{name}/adapter")
         stages.append(_evaluate(f"eval-{router}", f"the {about} model under h", suite, student, r, eval_trials,
@@ -175,9 +259,10 @@ def harness_s(suite: str, scale: Scale, models: Models, eval_trials: int) -> Pla
                 eval_trials=eval_trials, stages=stages)
 
 
-def build_plan(recipe: str, suite: str, scale: Scale, models: Models, eval_trials: int) -> Plan:
+def build_plan(recipe: str, suite: str, scale: Scale, models: Models, eval_trials: int,
+               sources: Sources | None = None) -> Plan:
     if recipe == "harness-zero":
-        return harness_zero(suite, scale, models, eval_trials)
+        return harness_zero(suite, scale, models, eval_trials, sources)
     if recipe == "harness-s":
-        return harness_s(suite, scale, models, eval_trials)
+        return harness_s(suite, scale, models, eval_trials, sources)
     raise UnscaffoldError(f"RECIPE: unknown recipe {recipe!r}; expected harness-zero or harness-s")

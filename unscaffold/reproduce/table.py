@@ -106,7 +106,10 @@ def _harness_zero(plan: Plan, folder: Path) -> Table:
     student = base[base.index("--student") + 1] if "--student" in base else ""
     if not student.startswith(f"hf:{plan.model}"):
         notes.append(f"the base rows are the student {student}, not the base model {plan.model} itself")
-    if plan.scale == "mini":
+    if plan.scale == "mini" and plan.model == "smollm2-135m":
+        notes.append("mini scale with a real model: SmolLM2-135M-Instruct (135 M parameters) on the given tasks; "
+                     "a small model's effect on its data, not the published result")
+    elif plan.scale == "mini":
         notes.append("mini scale: recorded students and reviewer and the built-in tiny model (2 layers); the "
                      "measured figures show the pipeline at work, not the published effect")
     return Table(recipe=plan.recipe, suite=plan.suite, scale=plan.scale, model=plan.model,

@@ -1,5 +1,5 @@
-"""Behaviour predicates for files in a workspace (the example Harbor bank, `examples/hstar/harbor_bank`):
-files looked at, shown after the last write, ties broken in a sort.
+"""Behaviour predicates for files in a workspace (the example Harbor banks, `examples/hstar/harbor_bank` and
+`words_bank`): files looked at, shown after the last write, ties broken in a sort, a file written at all.
 
 A bank's detector names one by `predicate = "..."`; `unscaffold.behaviors.predicate_table` collects
 every suite's."""
@@ -47,6 +47,11 @@ def p_shown_after_write(view: View, p: dict[str, Any]) -> bool:
     return any(s > last for s in file_looks(view, SHOWN))
 
 
+def p_wrote_file(view: View, p: dict[str, Any]) -> bool:
+    """A write seen in a command, or the words bank's `write_line` (its recipe's path is a JSON argument)."""
+    return bool(workspace_writes(view) or tool_steps(view, ["write_line"]))
+
+
 def p_tie_break(view: View, p: dict[str, Any]) -> bool:
     for words in (w for s in view.steps for w in s.words):
         if words and words[0] == "sort" and sum(1 for w in words if w.startswith("-k") or w == "--key") >= 2:
@@ -69,7 +74,7 @@ def p_tie_break(view: View, p: dict[str, Any]) -> bool:
                for _, f in view.programs())
 
 
-PREDICATES: dict[str, Predicate] = by_name(p_file_looked_at, p_shown_after_write, p_tie_break)
+PREDICATES: dict[str, Predicate] = by_name(p_file_looked_at, p_shown_after_write, p_tie_break, p_wrote_file)
 
 # Evidence forms (decide when the trial's commands were recorded; see behaviors/evidence_view.py)
 EVIDENCE: dict[str, Predicate] = {}

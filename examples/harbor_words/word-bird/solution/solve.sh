@@ -1,0 +1,2 @@
+#!/bin/bash
+echo 'robin' > /app/bird.txt

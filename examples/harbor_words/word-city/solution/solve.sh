@@ -1,0 +1,2 @@
+#!/bin/bash
+echo 'Lisbon' > /app/city.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+echo 'cocoa' > /app/drink.txt

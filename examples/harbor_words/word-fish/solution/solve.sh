@@ -1,0 +1,2 @@
+#!/bin/bash
+echo 'salmon' > /app/fish.txt

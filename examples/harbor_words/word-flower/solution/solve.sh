@@ -1,0 +1,2 @@
+#!/bin/bash
+echo 'tulip' > /app/flower.txt

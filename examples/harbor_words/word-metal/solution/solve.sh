@@ -1,0 +1,2 @@
+#!/bin/bash
+echo 'copper' > /app/metal.txt

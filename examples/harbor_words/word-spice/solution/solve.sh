@@ -1,0 +1,2 @@
+#!/bin/bash
+echo 'cumin' > /app/spice.txt
