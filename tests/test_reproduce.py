@@ -70,7 +70,7 @@ def test_the_plan_file_round_trips_and_names_every_stage(tmp_path: Path) -> None
 def test_the_paper_scale_collects_at_the_three_published_budgets() -> None:
     plan = build_plan("harness-zero", "retrosynthesis", "paper", Models(model="Qwen/Qwen3-8B",
                                                                          reviewer="anthropic:claude"), 1)
-    collects = [s for s in plan.stages if s.name.startswith("collect-")]
+    collects = [s for s in plan.stages if s.name.startswith("collect-b")]
     assert [s.argv[s.argv.index("--budget") + 1] for s in collects] == ["5", "3", "1"]
     assert plan.stage("behaviors").argv[plan.stage("behaviors").argv.index("--min-eligible") + 1] == "10"
 
@@ -258,3 +258,21 @@ def test_the_mini_scale_runs_offline_and_a_second_run_skips_every_stage(recipe: 
     assert again.returncode == 0
     stages = len(json.loads((tmp_path / recipe / "state.json").read_text())["stages"])
     assert " ".join(again.stdout.split()).count("inputs and command unchanged: skipped") == stages
+
+
+def test_the_paper_plan_runs_the_data_source_ablation_where_it_was_published() -> None:
+    models = Models(model="Qwen/Qwen3-8B", reviewer="anthropic:claude")
+    plan = build_plan("harness-zero", "retrosynthesis", "paper", models, 1)
+    ablation = [s.name for s in plan.stages if "-abl-" in s.name]
+    assert ablation == [f"{step}-abl-{name}" for name in ("empty-k", "gold", "hstar")
+                        for step in ("collect", "build-sft", "train-sft", "tuned")]
+    assert "--empty-k" in plan.stage("collect-abl-empty-k").argv
+    assert "--reviewer-reads-gold" in plan.stage("collect-abl-gold").argv
+    hstar = plan.stage("collect-abl-hstar").argv
+    assert "--reviewer" not in hstar and hstar[hstar.index("--harness") + 1] == "hstar"
+    assert "--include-hstar" in plan.stage("build-sft-abl-hstar").argv
+    cells = [published.ablation_cell(n, "retrosynthesis") for n in ("empty-k", "gold", "hstar")]
+    assert [c.value if c else None for c in cells] == [11.0, 15.0, 12.0]
+    assert published.ablation_cell("gold", "spreadsheet") is None
+    other = build_plan("harness-zero", "appworld_lite", "paper", models, 1)
+    assert not [s for s in other.stages if "-abl-" in s.name]  # the published ablation is chemistry's

@@ -19,6 +19,11 @@ HARNESS_ZERO: dict[str, dict[str, float]] = {
     "base + h*": {"SpreadsheetBench": 39.0, "AppWorld (SGC)": 48.2, "USPTO": 38.0},
     "distilled + h": {"SpreadsheetBench": 44.0, "AppWorld (SGC)": 58.9, "USPTO": 30.0},
 }
+# The data-source ablation (chemistry, test pass@1 after SFT), by the plan's ablation name.
+ABLATION: dict[str, tuple[str, float]] = {"empty-k": ("empty K", 11.0),
+                                          "gold": ("reviewer that can read the gold answer", 15.0),
+                                          "hstar": ("student with h*", 12.0)}
+ABLATION_SOURCE = "Harness-Zero, published data-source ablation (USPTO; docs/recipes.md)"
 RECOVERY_POOLED_MEAN = 82.3  # 28 behaviours, behaviours with fewer than 10 eligible tasks dropped
 
 # Harness-S, AppWorld, 4B: Avg@3 (the rows' main figure), with the effective group rate and extra rollouts.
@@ -39,6 +44,13 @@ def harness_zero_cell(row: str, suite: str) -> Published | None:
     bench = BENCHMARK_OF.get(suite)
     value = HARNESS_ZERO.get(row, {}).get(bench or "")
     return None if value is None else Published(value=value, source=f"{HZ_SOURCE}, {bench}", setup=HZ_SETUP)
+
+
+def ablation_cell(name: str, suite: str) -> Published | None:
+    if suite != "retrosynthesis" or name not in ABLATION:
+        return None
+    what, value = ABLATION[name]
+    return Published(value=value, source=f"{ABLATION_SOURCE}: {what}", setup=HZ_SETUP)
 
 
 def harness_s_cell(table: dict[str, float], row: str, suite: str) -> Published | None:

@@ -209,6 +209,8 @@ def harness_zero(suite: str, scale: Scale, models: Models, eval_trials: int, sou
         student, turns = _trained(r, f"adapter-{b}")
         stages.append(_evaluate(f"tuned-{b}", "the tuned model under h alone (no reviewer, K or h*)", suite,
                                 student, r, eval_trials, turns, [f"train-sft-{b}"]))
+    if scale == "paper" and suite in ABLATION_SUITES:
+        stages += _ablation(suite, r, eval_trials, harness, sft_args, sft_steps)
     top = f"b{(MINI_BUDGETS if scale == 'mini' else PAPER_BUDGETS)[0]}"
     stages.append(Stage(
         name="behaviors", about="behaviour recovery: which h* behaviours moved into the weights",
@@ -222,6 +224,50 @@ def harness_zero(suite: str, scale: Scale, models: Models, eval_trials: int, sou
         out="compare.html", after=["base-h", "base-hstar", f"tuned-{top}"]))
     return Plan(recipe="harness-zero", suite=suite, scale=scale, model=r.model, train=r.train, test=r.test,
                 eval_trials=eval_trials, stages=stages)
+
+
+ABLATION_SUITES = ("retrosynthesis",)  # the published data-source ablation is chemistry's (USPTO)
+# name -> (what the rows come from, the collection's extra `run` flags, build-sft's extra flags)
+ABLATIONS: dict[str, tuple[str, list[str], list[str]]] = {
+    "empty-k": ("the reviewer without K (its generic rules only)", ["--empty-k"], []),
+    "gold": ("a reviewer that also reads the task's reference solution", ["--reviewer-reads-gold"], []),
+    "hstar": ("the student's own trajectories under h* (no reviewer)", [], ["--include-hstar"]),
+}
+
+
+def _ablation(suite: str, r: Resolved, eval_trials: int, harness: str, sft_args: list[str],
+              sft_steps: int) -> list[Stage]:
+    """The data-source ablation's rows: SFT of the same base model on rows of one other source each, at the
+    first published budget, evaluated under h like the main row."""
+    assert r.reviewer is not None
+    stages: list[Stage] = []
+    budget = str(PAPER_BUDGETS[0])
+    for name, (about, run_flags, build_flags) in ABLATIONS.items():
+        a = f"abl-{name}"
+        if name == "hstar":
+            collect = ["run", suite, "--student", r.hstar_student, "--harness", harness]
+            calls = 0
+        else:
+            collect = ["run", suite, "--student", r.student, "--reviewer", r.reviewer, "--knowledge", f"{DIR}/K",
+                       "--budget", budget, *run_flags]
+            calls = len(r.train) * int(budget)
+        student, turns = _trained(r, f"adapter-{a}")
+        stages += [
+            Stage(name=f"collect-{a}", about=f"ablation: rows from {about}",
+                  argv=[*collect, *_tasks(r.train), *r.run_flags(), "--out", f"{DIR}/collect-{a}"],
+                  out=f"collect-{a}", after=["compile-k"], resumes=True,
+                  cost=Cost(rollouts=len(r.train), reviewer_calls=calls)),
+            Stage(name=f"build-sft-{a}", about="the ablation's SFT rows, labelled by their source",
+                  argv=["build-sft", f"{DIR}/collect-{a}", *build_flags, "--out", f"{DIR}/sft-{a}.jsonl"],
+                  out=f"sft-{a}.jsonl", after=[f"collect-{a}"]),
+            Stage(name=f"train-sft-{a}", about="LoRA SFT of the base model on the ablation's rows",
+                  argv=["train-sft", f"{DIR}/sft-{a}.jsonl", "--model", r.model, *sft_args,
+                        "--out", f"{DIR}/adapter-{a}"], out=f"adapter-{a}", after=[f"build-sft-{a}"],
+                  cost=Cost(training_steps=sft_steps)),
+            _evaluate(f"tuned-{a}", f"the model trained on rows from {about}, under h", suite, student, r,
+                      eval_trials, turns, [f"train-sft-{a}"]),
+        ]
+    return stages
 
 
 def harness_s(suite: str, scale: Scale, models: Models, eval_trials: int, sources: Sources | None = None) -> Plan:

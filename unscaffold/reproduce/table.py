@@ -89,6 +89,17 @@ def _harness_zero(plan: Plan, folder: Path) -> Table:
         rows.append(Row(label=f"distilled + h (budget {budget})", measured=_measured(folder, f"tuned-{b}"),
                         published=pub.harness_zero_cell("distilled + h", plan.suite) if budget == budgets[0] else None,
                         cost=cost, extra={"replacements": collected.get("replacements")}))
+    for stage in plan.stages:
+        if not stage.name.startswith("tuned-abl-"):
+            continue
+        name = stage.name.removeprefix("tuned-abl-")
+        collected = _read(folder / f"collect-abl-{name}" / "results.json")
+        trained = _read(folder / f"adapter-abl-{name}" / "summary.json")
+        cost = Cost(rollouts=collected.get("n_trials", 0), reviewer_calls=collected.get("reviewer_calls", 0),
+                    training_steps=trained.get("steps", 0),
+                    wall_s=round(collected.get("wall_time_s", 0.0) + trained.get("train_seconds", 0.0), 1))
+        rows.append(Row(label=f"ablation: {name}", measured=_measured(folder, stage.name), cost=cost,
+                        published=pub.ablation_cell(name, plan.suite), note=stage.about))
     behaviors = _read(folder / "behaviors.json")
     rates = [b["rate"] / 100 for b in behaviors.get("behaviors", []) if b.get("rate") is not None]
     if behaviors:
@@ -129,6 +140,7 @@ def _harness_s(plan: Plan, folder: Path) -> Table:
         cost = Cost(rollouts=summary.get("rollouts", 0), training_steps=summary.get("steps", 0),
                     wall_s=round(summary.get("wall_s", 0.0), 1)) if summary else None
         rate = summary.get("effective_group_rate")
+        untrained = summary.get("trained") is False
         published_row = label if router in ("none", "same") or router == PAPER_ROUTERS[-1] else ""
         rows.append(Row(
             label=label if router in LABELS else f"{label} (router {router})",
@@ -136,6 +148,8 @@ def _harness_s(plan: Plan, folder: Path) -> Table:
             published=pub.harness_s_cell(pub.HARNESS_S_AVG3, published_row, plan.suite), cost=cost,
             extra={"effective group rate": None if rate is None else round(100 * rate, 2),
                    "extra rollouts": summary.get("extra_rollout_pct")},
+            note=f"not trained: {summary.get('not_trained_reason') or 'no update moved the weights'}"
+            if untrained else "",
             extra_published={k: v for k, v in (
                 ("effective group rate", pub.HARNESS_S_EFFECTIVE.get(published_row)),
                 ("extra rollouts", pub.HARNESS_S_EXTRA_ROLLOUTS.get(published_row)))
