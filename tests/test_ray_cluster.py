@@ -63,14 +63,19 @@ def collection(out: Path, executor: str, **overrides: Any) -> RunConfig:
     return RunConfig(**fields)
 
 
-TIMING = {"started_at", "ended_at", "wall_s", "model_s", "exec_s", "duration_s", "isolation",  # isolation: the uid
-          "pid"}  # evidence events: the process ids a sandbox hands out
+TIMING = {"started_at", "ended_at", "wall_s", "model_s", "exec_s", "duration_s", "isolation"}  # isolation: the uid
 
 
 def untimed(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: untimed(v) for k, v in value.items() if k not in TIMING}
     return [untimed(v) for v in value] if isinstance(value, list) else value
+
+
+def unordered(command: dict[str, Any]) -> dict[str, Any]:
+    """A command's evidence without the order and process ids of its events (both up to the scheduler)."""
+    events = [{k: v for k, v in e.items() if k not in ("seq", "pid")} for e in command.get("events", [])]
+    return {**untimed(command), "events": sorted(events, key=lambda e: json.dumps(e, sort_keys=True))}
 
 
 def trial_files(run_dir: Path) -> dict[str, Any]:
@@ -82,6 +87,8 @@ def trial_files(run_dir: Path) -> dict[str, Any]:
         name = str(path.relative_to(run_dir))
         if path.suffix == ".json":
             out[name] = untimed(json.loads(path.read_text()))
+        elif path.name == "evidence.jsonl":  # the processes of a pipeline run at once: their events in any order
+            out[name] = [unordered(json.loads(line)) for line in path.read_text().splitlines()]
         elif path.suffix == ".jsonl":
             out[name] = [untimed(json.loads(line)) for line in path.read_text().splitlines()]
         else:
