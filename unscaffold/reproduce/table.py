@@ -72,6 +72,13 @@ def _read(path: Path) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
+def _sft_cost(collected: dict, trained: dict) -> Cost:
+    """A distilled row's cost: its collection's trials and reviewer calls, its SFT's steps, both's seconds."""
+    return Cost(rollouts=collected.get("n_trials", 0), reviewer_calls=collected.get("reviewer_calls", 0),
+                training_steps=trained.get("steps", 0),
+                wall_s=round(collected.get("wall_time_s", 0.0) + trained.get("train_seconds", 0.0), 1))
+
+
 def _harness_zero(plan: Plan, folder: Path) -> Table:
     rows = [Row(label="base + h", measured=_measured(folder, "base-h"),
                 published=pub.harness_zero_cell("base + h", plan.suite)),
@@ -81,10 +88,7 @@ def _harness_zero(plan: Plan, folder: Path) -> Table:
     for budget in budgets:
         b = f"b{budget}"
         collected = _read(folder / f"collect-{b}" / "results.json")
-        trained = _read(folder / f"adapter-{b}" / "summary.json")
-        cost = Cost(rollouts=collected.get("n_trials", 0), reviewer_calls=collected.get("reviewer_calls", 0),
-                    training_steps=trained.get("steps", 0),
-                    wall_s=round(collected.get("wall_time_s", 0.0) + trained.get("train_seconds", 0.0), 1))
+        cost = _sft_cost(collected, _read(folder / f"adapter-{b}" / "summary.json"))
         rows.append(Row(label=f"distilled + h (budget {budget})", measured=_measured(folder, f"tuned-{b}"),
                         published=pub.harness_zero_cell("distilled + h", plan.suite) if budget == budgets[0] else None,
                         cost=cost, extra={"replacements": collected.get("replacements")}))
@@ -92,11 +96,8 @@ def _harness_zero(plan: Plan, folder: Path) -> Table:
         if not stage.name.startswith("tuned-abl-"):
             continue
         name = stage.name.removeprefix("tuned-abl-")
-        collected = _read(folder / f"collect-abl-{name}" / "results.json")
-        trained = _read(folder / f"adapter-abl-{name}" / "summary.json")
-        cost = Cost(rollouts=collected.get("n_trials", 0), reviewer_calls=collected.get("reviewer_calls", 0),
-                    training_steps=trained.get("steps", 0),
-                    wall_s=round(collected.get("wall_time_s", 0.0) + trained.get("train_seconds", 0.0), 1))
+        cost = _sft_cost(_read(folder / f"collect-abl-{name}" / "results.json"),
+                         _read(folder / f"adapter-abl-{name}" / "summary.json"))
         rows.append(Row(label=f"ablation: {name}", measured=_measured(folder, stage.name), cost=cost,
                         published=pub.ablation_cell(name, plan.suite), note=stage.about))
     behaviors = _read(folder / "behaviors.json")

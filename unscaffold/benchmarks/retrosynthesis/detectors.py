@@ -199,17 +199,25 @@ def e_answer_written(view: View, p: dict[str, Any]) -> bool:
     return bool(answer_writes_recorded(view))
 
 
+def _last_answer(view: View) -> tuple[Any, str | None, bool] | None:
+    """The last recorded write of answer.txt: where, its content (the command's last known content of the
+    file), and whether the checking tool wrote it; None when nothing wrote it."""
+    writes = answer_writes_recorded(view)
+    if not writes:
+        return None
+    where, content, by_tool = writes[-1]
+    content = next((c for at, c, _ in reversed(writes) if at[0] == where[0] and c is not None), content)
+    return where, content, by_tool
+
+
 def e_answer_parsed_after_write(view: View, p: dict[str, Any]) -> bool:
     """After the last write of answer.txt, its content (as a whole, or every dot-separated part) went through an
     RDKit parse that returned a molecule, in a command that had not failed by then; or the content was made of
     canonical SMILES RDKit had just produced (parsed to be written); or the checking tool wrote it."""
-    writes = answer_writes_recorded(view)
-    if not writes:
-        return False
-    where, content, by_tool = writes[-1]
-    if by_tool:
-        return True
-    content = next((c for at, c, _ in reversed(writes) if at[0] == where[0] and c is not None), content)
+    last = _last_answer(view)
+    if last is None or last[2]:
+        return last is not None  # the checking tool wrote it
+    where, content, _ = last
     if not content or not content.strip():
         return False
     parsed = {str(ev.value_of(c, 0, "SMILES", "smi")).strip() for at, c in ev.calls(view, PARSE_CALLS)
@@ -222,13 +230,10 @@ def e_answer_parsed_after_write(view: View, p: dict[str, Any]) -> bool:
 
 def e_answer_canonical_last(view: View, p: dict[str, Any]) -> bool:
     """The last answer written is what RDKit's canonical writer produced (every part), in that command."""
-    writes = answer_writes_recorded(view)
-    if not writes:
-        return False
-    where, content, by_tool = writes[-1]
-    if by_tool:
-        return True
-    content = next((c for at, c, _ in reversed(writes) if at[0] == where[0] and c is not None), content)
+    last = _last_answer(view)
+    if last is None or last[2]:
+        return last is not None  # the checking tool wrote it
+    where, content, _ = last
     made = {str(c.result).strip() for at, c in ev.calls(view, CANONICAL_CALLS) if at < where and at[0] == where[0]}
     return bool(content and content.strip()) and (content.strip() in made or all(p in made for p in _parts(content)))
 

@@ -33,6 +33,7 @@ from unscaffold.minimal_harness.sandbox.identity import (
     identity_pipes,
     release_uid,
 )
+from unscaffold.minimal_harness.sandbox.owner import pid_alive
 from unscaffold.minimal_harness.sandbox.shell_server import READY, inner_argv
 from unscaffold.minimal_harness.sandbox.stream import TIMEOUT_EXIT_CODE, timeout_note
 
@@ -155,16 +156,6 @@ _server_lock = threading.Lock()
 SERVER_COPY_PREFIX = "unscaffold-shell-"  # then the pid of the process that made the copy, a dash, a random tail
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_stale_server_copies(folder: Path | None = None) -> list[Path]:
     """Remove the copies of this user whose process is gone: one killed (SIGKILL, `os._exit`) or a forked
     child never runs its exit handlers, so its copy would stay in the temporary folder for good."""
@@ -175,7 +166,7 @@ def remove_stale_server_copies(folder: Path | None = None) -> list[Path]:
             mine = not path.is_symlink() and path.is_dir() and path.stat().st_uid == os.getuid()
         except OSError:
             continue
-        if mine and pid.isdigit() and not _alive(int(pid)):
+        if mine and pid.isdigit() and not pid_alive(int(pid)):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed

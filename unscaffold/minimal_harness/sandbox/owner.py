@@ -40,14 +40,19 @@ def alive(owner: str) -> bool:
     except ValueError:
         return True
     if start is None:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        return pid_alive(pid)
     return start_time(pid) == start
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether any process has this pid (one of another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def uids_running() -> set[int]:
