@@ -276,3 +276,24 @@ def test_the_paper_plan_runs_the_data_source_ablation_where_it_was_published() -
     assert published.ablation_cell("gold", "spreadsheet") is None
     other = build_plan("harness-zero", "appworld_lite", "paper", models, 1)
     assert not [s for s in other.stages if "-abl-" in s.name]  # the published ablation is chemistry's
+
+
+def test_the_paper_harness_s_plan_builds_the_routers_validation_table() -> None:
+    from unscaffold.rescue.pool import load_pool, shipped_pool
+
+    siblings = load_pool(shipped_pool("retrosynthesis")).names
+    plan = build_plan("harness-s", "retrosynthesis", "paper", Models(model="Qwen/Qwen3-8B",
+                                                                      reviewer="anthropic:claude"), 1)
+    names = [s.name for s in plan.stages]
+    assert names[:3 + len(siblings)] == ["base-h", "pool", "val-base", *(f"val-{n}" for n in siblings)]
+    first = plan.stage(f"val-{siblings[0]}").argv
+    assert first[first.index("--harness") + 1] == f"{{dir}}/pool/{siblings[0]}" and "--no-finish-checks" in first
+    rule, adaptive = plan.stage("rescue-rule").argv, plan.stage("rescue-adaptive").argv
+    assert rule[rule.index("--validation") + 1] == "{dir}/validation.json" and "--profiler" not in rule
+    assert adaptive[adaptive.index("--profiler") + 1] == "anthropic:claude"
+    assert plan.stage("rescue-rule").after == ["validation"] and plan.stage("rescue-random").after == []
+    assert plan.stage("routed").argv[plan.stage("routed").argv.index("--router") + 1] == \
+        "{dir}/rescue-adaptive/router.json"
+    without = build_plan("harness-s", "retrosynthesis", "paper", Models(model="Qwen/Qwen3-8B"), 1)
+    assert "rescue-adaptive" not in [s.name for s in without.stages]  # no LLM to write its profiles
+    assert "{dir}/rescue-rule/router.json" in without.stage("routed").argv

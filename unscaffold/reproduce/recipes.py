@@ -284,25 +284,58 @@ def harness_s(suite: str, scale: Scale, models: Models, eval_trials: int, source
     base, turns = _trained(r, None)
     stages = [_evaluate("base-h", "the base model itself under h", suite, base, r, eval_trials, turns, [])]
     rollouts = steps * k * (1 if mini else 4)
-    for router in ("none", *(MINI_ROUTERS if mini else PAPER_ROUTERS)):
+    routers = list(MINI_ROUTERS if mini else PAPER_ROUTERS)
+    if "adaptive" in routers and r.reviewer is None:
+        routers.remove("adaptive")  # its profiles are written by an LLM: --reviewer names it
+    if "rule" in routers:
+        stages += _validation(suite, pool, base, turns, r)
+    for router in ("none", *routers):
         name = f"rescue-{router}"
         about = "plain GRPO (no rescue)" if router == "none" else f"rescue GRPO, router {router}"
+        table = ["--validation", f"{DIR}/validation.json"] if router in ("rule", "adaptive") else []
+        profiler = ["--profiler", r.reviewer] if router == "adaptive" and r.reviewer else []
         stages.append(Stage(
             name=name, about=about,
             argv=["rescue", "train", suite, "--model", r.model, *_tasks(r.train), "--router", router,
-                  "--max-steps", str(steps), *train_args, *r.sources.flags(), "--out", f"{DIR}/{name}"],
+                  "--max-steps", str(steps), *train_args, *table, *profiler, *r.sources.flags(),
+                  "--out", f"{DIR}/{name}"], after=["validation"] if table else [],
             out=name, reads=[str(pool.parent), *r.sources.reads()],
             cost=Cost(rollouts=rollouts, training_steps=steps)))
         student, turns = _trained(r, f"{name}/adapter")
         stages.append(_evaluate(f"eval-{router}", f"the {about} model under h", suite, student, r, eval_trials,
                                 turns, [name]))
-    best = "random" if mini else "adaptive"
+    best = routers[-1]
     student, turns = _trained(r, f"rescue-{best}/adapter")
     stages.append(_evaluate("routed", f"rank-1 routing of the {best}-router model over the pool", suite, student, r,
                             eval_trials, ["--harness", "route:shipped", "--router",
                                           f"{DIR}/rescue-{best}/router.json", *turns], [f"rescue-{best}"]))
     return Plan(recipe="harness-s", suite=suite, scale=scale, model=r.model, train=r.train, test=r.test,
                 eval_trials=eval_trials, stages=stages)
+
+
+def _validation(suite: str, pool: Path, student: str, turns: list[str], r: Resolved) -> list[Stage]:
+    """The table the rule and adaptive routers read: the base model under the base harness and under each
+    sibling of the pool, on the train tasks (the built-in suites have no validation split of their own)."""
+    from unscaffold.rescue.pool import load_pool
+
+    names = load_pool(pool).names
+    stages = [Stage(name="pool", about="the pool's siblings as bank folders", argv=["rescue", "pool", str(pool),
+                                                                                       "--out", f"{DIR}/pool"],
+                    out="pool", reads=[str(pool.parent)])]
+    runs = []
+    for name in ("base", *names):
+        harness = [] if name == "base" else ["--harness", f"{DIR}/pool/{name}", "--no-finish-checks"]
+        stages.append(Stage(
+            name=f"val-{name}", about=f"the base model under {'the base harness' if name == 'base' else name}",
+            argv=["run", suite, "--student", student, *_tasks(r.train), *harness, *turns, *r.run_flags(),
+                  "--out", f"{DIR}/val-{name}"], out=f"val-{name}", after=[] if name == "base" else ["pool"],
+            resumes=True, cost=Cost(rollouts=len(r.train))))
+        runs += ["--run", f"{name}={DIR}/val-{name}"]
+    stages.append(Stage(name="validation", about="the routers' validation table",
+                        argv=["rescue", "validation", suite, *runs, *r.sources.flags(), "--out",
+                              f"{DIR}/validation.json"], out="validation.json",
+                        after=[f"val-{n}" for n in ("base", *names)]))
+    return stages
 
 
 def build_plan(recipe: str, suite: str, scale: Scale, models: Models, eval_trials: int,
