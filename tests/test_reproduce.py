@@ -297,3 +297,29 @@ def test_the_paper_harness_s_plan_builds_the_routers_validation_table() -> None:
     without = build_plan("harness-s", "retrosynthesis", "paper", Models(model="Qwen/Qwen3-8B"), 1)
     assert "rescue-adaptive" not in [s.name for s in without.stages]  # no LLM to write its profiles
     assert "{dir}/rescue-rule/router.json" in without.stage("routed").argv
+
+
+def test_the_table_is_written_in_three_forms_and_printed_folded_at_80_columns(tmp_path: Path) -> None:
+    import io
+    import json
+
+    from unscaffold.reproduce.table import Cost as RowCost
+    from unscaffold.reproduce.table import Measured, Row, Table, write_table
+
+    table = Table(recipe="harness-zero", suite="retrosynthesis", scale="mini", model="tiny-wide", metric="pass@1",
+                  published_metric="pass@1 (published)", notes=["a note"], rows=[
+                      Row(label="base + h", measured=Measured(value=50.0, low=16.7, high=83.3, metric="6 tasks",
+                                                              run="base-h"),
+                          published=published.harness_zero_cell("base + h", "retrosynthesis")),
+                      Row(label="distilled + h (budget 5)", cost=RowCost(rollouts=8, reviewer_calls=40,
+                                                                          training_steps=400, wall_s=114.6))])
+    out = io.StringIO()
+    write_table(table, tmp_path, Console(file=out, width=80))
+    assert json.loads((tmp_path / "table.json").read_text())["rows"][0]["published"]["value"] == 12.0
+    md = (tmp_path / "table.md").read_text()
+    assert "| base + h | 50.0 [16.7, 83.3] | 12.00 | - | - | - | - |  |" in md
+    assert "| distilled + h (budget 5) | not run | - | 8 | 40 | 400 | 115 |  |" in md
+    assert "<td>50.0 [16.7, 83.3]</td>" in (tmp_path / "table.html").read_text()
+    printed = out.getvalue().splitlines()
+    assert printed[0] == "harness-zero on retrosynthesis (mini) (2 rows, one block each)"
+    assert all(len(line) <= 80 for line in printed[:-1]) and "- a note" in printed

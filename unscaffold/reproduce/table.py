@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 from rich.console import Console
 
+from unscaffold.iojson import write_json_atomic, write_text_atomic
 from unscaffold.reproduce import published as pub
 from unscaffold.reproduce.plan import Plan
 from unscaffold.reproduce.recipes import MINI_BUDGETS, PAPER_BUDGETS, PAPER_ROUTERS
@@ -235,6 +236,10 @@ def table_html(table: Table) -> str:
 
 def write_table(table: Table, folder: Path, console: Console) -> None:
     from unscaffold.behaviors.terminal import print_grid, print_lines
+
+    write_json_atomic(folder / "table.json", table.model_dump(mode="json"))
+    write_text_atomic(folder / "table.md", table_markdown(table))
+    write_text_atomic(folder / "table.html", table_html(table))
 
     # a table where it fits the terminal, one block a row where it does not (a log, 80 columns)
     print_grid(console, f"{table.recipe} on {table.suite} ({table.scale})", (HEAD, [_cells(r) for r in table.rows]))
