@@ -8,7 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from tests.test_behaviors import hand_run, invoke
+from tests.test_behaviors import HARBOR_BANK, hand_run, invoke
 from unscaffold.cli import app
 from unscaffold.iojson import write_json_atomic
 from unscaffold.training_record import Rollouts, TrainingCost, TrainingRecord
@@ -172,3 +172,20 @@ def test_lora_moved_from_zero_or_from_a_warm_start() -> None:
     assert lora_moved(fresh) and not lora_moved(fresh, start)
     fresh.lora_B.data[0] = 3.0
     assert lora_moved(fresh, start)
+
+
+def test_recovery_pairs_the_recorded_students_when_the_base_model_itself_is_compared_too(tmp_path: Path) -> None:
+    """The demo's layout: recorded students under h and h* (one file each), the base model itself under h,
+    and a distilled model: recovery reads the recorded pair, the base model itself stays the baseline."""
+    sft = sft_adapter(tmp_path / "sft", record("sft", tasks=["t1"], optimiser_steps=400))
+    recorded = hand_run(tmp_path / "recorded", "harbor", TASKS, student="replay:student_h.json")
+    recorded_hstar = hand_run(tmp_path / "recorded_hstar", "harbor", TASKS, student="replay:student_hstar.json",
+                              harness=str(HARBOR_BANK))
+    base = hand_run(tmp_path / "base", "harbor", TASKS, student="hf:tiny-wide")
+    distilled = hand_run(tmp_path / "distilled", "harbor", TASKS, student=f"hf:tiny-wide+{sft}")
+    result = invoke("compare", base, recorded, recorded_hstar, distilled, "--min-eligible", "1", "--json")
+    assert result.exit_code == 0, result.output
+    cmp = json.loads(result.stdout)
+    assert cmp["baseline"] == str(base)
+    assert [(t["runs"]["base_h"], t["runs"]["base_hstar"], t["runs"]["tuned"]) for t in cmp["recovery"]] == [
+        (str(recorded), str(recorded_hstar), str(distilled))]

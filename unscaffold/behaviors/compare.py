@@ -297,8 +297,13 @@ def add_recovery(runs: list[RunRecord], labels: list[RunLabel], *, rule: Rule, m
     if len(base_h) > 1:  # the base model itself beside a recorded student: the pair under h and h* is one student's
         models = {r.name: lab.model for r, lab in plain}
         paired_h = [r for r in base_h if any(models[r.name] == models[s.name] for s in base_hstar)]
+        if len(paired_h) != 1:  # recorded students (a file each): set aside the trained models' own base rows
+            trained = {f"hf:{lab.training.record.base_model}" for _, lab in plain
+                       if lab.training and lab.training.record}
+            paired_h = [r for r in base_h if models[r.name] not in trained]
         base_h = paired_h if len(paired_h) == 1 else base_h
-        base_hstar = [s for s in base_hstar if any(models[s.name] == models[r.name] for r in base_h)]
+        if len(base_hstar) > 1:
+            base_hstar = [s for s in base_hstar if any(models[s.name] == models[r.name] for r in base_h)]
     tuned = [r for r, lab in plain if lab.kind not in ("base", "oracle") and lab.harness == "h"]
     kinds = {r.name: lab.kind for r, lab in plain}
     if len(base_h) != 1 or len(base_hstar) != 1 or not tuned:
