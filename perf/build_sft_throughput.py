@@ -26,8 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from perf.common import command_line, printed_as_json
-from unscaffold.collect.sft_build import build_sft
 from unscaffold.minimal_harness.tool import EXECUTE_TOOL, system_prompt
+from unscaffold.sft.build import build_sft
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_K = ROOT / "unscaffold" / "benchmarks" / "spreadsheet" / "k"
@@ -111,7 +111,7 @@ def plain_copy(run: Path, out: Path) -> None:
 POOLED = """
 import json, resource, sys, time
 from pathlib import Path
-from unscaffold.collect.sft_build import build_sft
+from unscaffold.sft.build import build_sft
 def cpu():
     own, ch = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + ch.ru_utime + ch.ru_stime

@@ -34,10 +34,6 @@ from pathlib import Path
 
 from perf.common import command_line, printed_as_json
 from unscaffold.benchmarks.harbor.suite import HarborSuite
-from unscaffold.collect import executor as executor_module
-from unscaffold.collect import trial as trial_module
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
 from unscaffold.llm.registry import load_provider
 from unscaffold.llm.types import Message
 from unscaffold.minimal_harness.agent import Agent, AgentConfig
@@ -47,6 +43,10 @@ from unscaffold.minimal_harness.sandbox.local import LocalSandbox
 from unscaffold.minimal_harness.sandbox.watchdog import workspace_overflow
 from unscaffold.minimal_harness.tool import EXECUTE_TOOL, system_prompt
 from unscaffold.minimal_harness.trajectory import Trajectory
+from unscaffold.run import executor as executor_module
+from unscaffold.run import trial as trial_module
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
 
 
 def step_overhead(work: Path, episodes: int, kind: str, turns: int = 40) -> dict[str, float]:

@@ -52,7 +52,7 @@ STARTS: list[float] = []  # seconds each Ray executor took to open (runners star
 
 def timed_starts() -> None:
     """Record how long each Ray executor takes to open, so the report can show start-up apart."""
-    from unscaffold.collect.ray_executor import RayExecutor
+    from unscaffold.run.ray_executor import RayExecutor
 
     opened = RayExecutor.__init__
 

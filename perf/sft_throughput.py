@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from perf.common import command_line, printed_as_json
-from unscaffold.llm.tiny import build_tiny_model, tiny_model_dir
 from unscaffold.minimal_harness.tool import EXECUTE_TOOL, system_prompt
+from unscaffold.offline.tiny import build_tiny_model, tiny_model_dir
 from unscaffold.sft.config import TrainConfig
 from unscaffold.sft.train import train_sft
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from unscaffold.llm.qwen_bpe import load_qwen_tokenizer, tiktoken_file
-from unscaffold.llm.tiny import read_trl_template
+from unscaffold.offline.qwen_bpe import load_qwen_tokenizer, tiktoken_file
+from unscaffold.offline.tiny import read_trl_template
 
 QWEN_BPE = pytest.param("qwen-bpe", marks=pytest.mark.skipif(
     tiktoken_file() is None, reason="qwen.tiktoken missing (the Makefile installs dashscope)"))

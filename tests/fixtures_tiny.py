@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from unscaffold.llm.tiny import build_tiny_model
+from unscaffold.offline.tiny import build_tiny_model
 
 
 @pytest.fixture(scope="session")
@@ -26,7 +26,7 @@ def tiny_hybrid_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An UNSCAFFOLD_CACHE holding the built `tiny-qwen3.5` (the Qwen3.5 hybrid), built once per session.
 
     Tests that name the model `tiny-qwen3.5` set UNSCAFFOLD_CACHE to it; the Qwen BPE stays in the user's cache."""
-    from unscaffold.llm.tiny import HYBRID, build_tiny_model, tiny_model_dir
+    from unscaffold.offline.tiny import HYBRID, build_tiny_model, tiny_model_dir
 
     root = tmp_path_factory.mktemp("cache")
     build_tiny_model(tiny_model_dir(arch=HYBRID, cache=root), arch=HYBRID)

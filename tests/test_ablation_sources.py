@@ -16,12 +16,12 @@ from unscaffold.behaviors.compare import PUBLISHED_ABLATION, Comparison, Cost, R
 from unscaffold.behaviors.labels import RunLabel, Training
 from unscaffold.behaviors.stats import Interval
 from unscaffold.behaviors.tables import ablation_grid
-from unscaffold.collect.models import KNOWLEDGE_RECORD, RunConfig
-from unscaffold.collect.runner import run
-from unscaffold.collect.sft_build import build_sft
 from unscaffold.errors import InputError
 from unscaffold.reviewer.hook import ReviewHook
 from unscaffold.reviewer.llm import LLMReviewer
+from unscaffold.run.models import KNOWLEDGE_RECORD, RunConfig
+from unscaffold.run.runner import run
+from unscaffold.sft.build import build_sft
 
 TASK = "rxn-001"
 ORACLE = "printf '%s\\n' 'CC(=O)Cl.Nc1ccccc1' > answer.txt"  # not this task's: only that it reaches the prompt
@@ -86,7 +86,7 @@ def test_the_gold_reaches_the_reviewer_only_when_asked(tmp_path: Path) -> None:
 
 def test_ablation_options_need_a_reviewer(tmp_path: Path) -> None:
     from unscaffold.benchmarks.registry import load_suite
-    from unscaffold.collect.run_setup import trial_context
+    from unscaffold.run.setup import trial_context
 
     suite = load_suite("retrosynthesis")
     for options, message in (({"empty_k": True}, "--empty-k: an option of the reviewer: pass --reviewer too"),
@@ -124,7 +124,7 @@ def test_compare_prints_the_published_figure_beside_a_single_source_run() -> Non
 
 def test_the_gold_reviewer_needs_a_reference_solution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from unscaffold.benchmarks.registry import load_suite
-    from unscaffold.collect.run_setup import trial_context
+    from unscaffold.run.setup import trial_context
 
     suite = load_suite("retrosynthesis")
 

@@ -14,19 +14,19 @@ import pytest
 from tests.helpers import assert_k_current, call, final, needs_bwrap
 from unscaffold.behaviors.detector import detect
 from unscaffold.benchmarks import load_suite
-from unscaffold.benchmarks.appworld_lite.apis import STATE_DIR, Apis
-from unscaffold.benchmarks.appworld_lite.catalog import catalog
-from unscaffold.benchmarks.appworld_lite.server import served
-from unscaffold.benchmarks.appworld_lite.template_kit import heredoc
-from unscaffold.benchmarks.appworld_lite.world import demo_world
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
 from unscaffold.knowledge.bank import load_bank
 from unscaffold.knowledge.compiler import compile_k, lint_k
 from unscaffold.knowledge.kfolder import load_k
 from unscaffold.knowledge.middleware import triggered
 from unscaffold.llm.types import AssistantResponse, Message, ToolCall, assistant_calls, command_of
 from unscaffold.minimal_harness.trajectory import Trajectory
+from unscaffold.offline.appworld_lite.apis import STATE_DIR, Apis
+from unscaffold.offline.appworld_lite.catalog import catalog
+from unscaffold.offline.appworld_lite.server import served
+from unscaffold.offline.appworld_lite.template_kit import heredoc
+from unscaffold.offline.appworld_lite.world import demo_world
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
 
 HERE = Path(__file__).resolve().parent.parent / "unscaffold" / "benchmarks" / "appworld_lite"
 BANK, SHIPPED_K = HERE / "hstar", HERE / "k"
@@ -266,7 +266,7 @@ def test_student_under_hstar_is_stopped_at_a_first_page_submit(tmp_path: Path, w
 def test_middleware_hints_fire_under_the_official_opening_when_the_student_omits_the_step() -> None:
     """The opening's worked example pages to an empty page and calls complete_task: those calls are the suite's,
     not the student's, so a student that never pages or submits still gets both hints."""
-    from unscaffold.benchmarks.appworld_lite.opening import LITE_DEMO, build_opening
+    from unscaffold.offline.appworld_lite.opening import LITE_DEMO, build_opening
 
     opening = [Message(role="system", content="system"),
                *build_opening(LITE_DEMO, "How many notes?", {"first_name": "A", "last_name": "B", "email": "a@b.c",
@@ -288,7 +288,7 @@ def test_middleware_hints_fire_under_the_official_opening_when_the_student_omits
 def test_the_review_hook_skips_the_opening_it_is_told_of(tmp_path: Path) -> None:
     """The trial passes the hook the trajectory's opening length: the hints the worked example would silence
     reach the reviewer's log."""
-    from unscaffold.benchmarks.appworld_lite.opening import LITE_DEMO, build_opening
+    from unscaffold.offline.appworld_lite.opening import LITE_DEMO, build_opening
     from unscaffold.reviewer import ReviewHook, load_reviewer
 
     opening = [Message(role="system", content="system"),

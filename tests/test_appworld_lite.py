@@ -18,19 +18,19 @@ import pytest
 
 from tests.helpers import call, final, needs_bwrap
 from unscaffold.benchmarks import Task, load_suite
-from unscaffold.benchmarks.appworld_lite import apps, server
-from unscaffold.benchmarks.appworld_lite.apis import STATE_DIR, ApiError, Apis, api_kind
-from unscaffold.benchmarks.appworld_lite.catalog import LiteTask, build_task, catalog
-from unscaffold.benchmarks.appworld_lite.metrics import goal_completion
-from unscaffold.benchmarks.appworld_lite.server import served
-from unscaffold.benchmarks.appworld_lite.suite import AppWorldLiteSuite
-from unscaffold.benchmarks.appworld_lite.templates import TEMPLATES
-from unscaffold.benchmarks.appworld_lite.verify import answers_match, verify
-from unscaffold.benchmarks.appworld_lite.world import demo_world
 from unscaffold.benchmarks.appworld_real import bridge
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
 from unscaffold.errors import InputError
+from unscaffold.offline.appworld_lite import apps, server
+from unscaffold.offline.appworld_lite.apis import STATE_DIR, ApiError, Apis, api_kind
+from unscaffold.offline.appworld_lite.catalog import LiteTask, build_task, catalog
+from unscaffold.offline.appworld_lite.metrics import goal_completion
+from unscaffold.offline.appworld_lite.server import served
+from unscaffold.offline.appworld_lite.suite import AppWorldLiteSuite
+from unscaffold.offline.appworld_lite.templates import TEMPLATES
+from unscaffold.offline.appworld_lite.verify import answers_match, verify
+from unscaffold.offline.appworld_lite.world import demo_world
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
 
 # Two scenarios whose tasks mix one-page and several-page lists, for the fast end-to-end runs.
 SAMPLE_SCENARIOS = ("settle_requests-0", "note_fact-2", "unread_from-0")

@@ -14,8 +14,6 @@ import pytest
 
 from tests.helpers import call, final, needs_bwrap
 from unscaffold.benchmarks import load_suite
-from unscaffold.benchmarks.appworld_lite.apis import STATE_DIR
-from unscaffold.benchmarks.appworld_lite.template_kit import heredoc
 from unscaffold.benchmarks.appworld_real import bridge
 from unscaffold.benchmarks.appworld_real.suite import (
     BRIDGE,
@@ -24,9 +22,11 @@ from unscaffold.benchmarks.appworld_real.suite import (
     experiment_name,
     scenario_of,
 )
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
 from unscaffold.errors import InputError
+from unscaffold.offline.appworld_lite.apis import STATE_DIR
+from unscaffold.offline.appworld_lite.template_kit import heredoc
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
 
 SUPERVISOR = {"first_name": "Ada", "last_name": "Ng", "email": "ada@ng.org", "phone_number": "555-0100"}
 # task id -> expected answer; scenario aaa1111 passes whole, bbb2222 fails on its second task

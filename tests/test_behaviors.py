@@ -19,11 +19,11 @@ from unscaffold.behaviors.labels import label_run
 from unscaffold.behaviors.stats import Interval, bootstrap, paired
 from unscaffold.benchmarks.retrosynthesis.suite import RetrosynthesisSuite
 from unscaffold.cli import app
-from unscaffold.collect.models import RunConfig, RunResults, TrialResult
 from unscaffold.errors import InputError
 from unscaffold.iojson import write_json_atomic
 from unscaffold.llm.types import Message
 from unscaffold.minimal_harness.trajectory import Trajectory
+from unscaffold.run.models import RunConfig, RunResults, TrialResult
 
 TASKS = ["rxn-003", "rxn-006", "rxn-009"]
 SUITE = RetrosynthesisSuite()

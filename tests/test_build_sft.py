@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 
 from tests.helpers import BWRAP, EXAMPLES, HARBOR_EXAMPLES, HARBOR_REPLAY, ROOT
 from unscaffold.cli import app
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
-from unscaffold.collect.sft_build import build_row, build_sft
 from unscaffold.minimal_harness.tool import system_prompt
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
+from unscaffold.sft.build import build_row, build_sft
 
 K = (EXAMPLES / "hstar" / "harbor_k").resolve()
 CANARY = "CANARY-7f3a9c"
@@ -90,7 +90,7 @@ def test_rows_load_with_datasets_and_render_with_a_chat_template(adversarial_run
     assert ds[0]["messages"][0]["role"] == "system"
     from jinja2 import Template
 
-    from unscaffold.llm.tiny import read_trl_template
+    from unscaffold.offline.tiny import read_trl_template
 
     template = read_trl_template("qwen3")
     text = Template(template).render(messages=ds[0]["messages"], tools=ds[0]["tools"], add_generation_prompt=False)
@@ -171,9 +171,9 @@ def test_visible_history_must_match_the_review_log() -> None:
 
 def test_drop_reasons_are_one_enumeration_each_explained_in_the_docs() -> None:
     from tests.helpers import ROOT
-    from unscaffold.collect.drop_reasons import EXPLAINED, DropReason
-    from unscaffold.collect.scrub import build_markers
     from unscaffold.outcomes import ERROR_OUTCOMES
+    from unscaffold.sft.drop_reasons import EXPLAINED, DropReason
+    from unscaffold.sft.scrub import build_markers
     from unscaffold.untrusted import REFUSED
 
     assert set(EXPLAINED) == set(DropReason) and len({r.value for r in DropReason}) == len(DropReason)
@@ -195,7 +195,7 @@ def _synthetic_run(root: Path, trials: int) -> Path:
 
 
 def test_worker_processes_give_the_same_rows_and_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import unscaffold.collect.sft_build as sft_build
+    import unscaffold.sft.build as sft_build
 
     run_dir = _synthetic_run(tmp_path, 40)
     (run_dir / "trials" / "t00007" / "result.json").write_text(json.dumps({"outcome": "verifier_error"}))
@@ -216,7 +216,7 @@ def test_worker_processes_give_the_same_rows_and_report(tmp_path: Path, monkeypa
 
 
 def test_a_bad_file_in_a_worker_is_one_line_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import unscaffold.collect.sft_build as sft_build
+    import unscaffold.sft.build as sft_build
 
     run_dir = _synthetic_run(tmp_path, 12)
     bad = run_dir / "trials" / "t00009" / "trajectory.json"
@@ -285,8 +285,8 @@ def _row_bytes(command: str, content: str = "", reasoning: str = "") -> bytes:
     ("cat middleware/stall.md", "", ("leak:k_path", "middleware/stall.md")),
 ])
 def test_markers_of_the_shipped_ks_match_whole_tokens(command: str, content: str, hit: tuple | None) -> None:
-    from unscaffold.collect.scrub import build_markers
     from unscaffold.knowledge.kfolder import load_k
+    from unscaffold.sft.scrub import build_markers
 
     markers = build_markers([load_k(k) for k in SHIPPED_KS], [])
     found = markers.find(_row_bytes(command, content))
@@ -294,7 +294,7 @@ def test_markers_of_the_shipped_ks_match_whole_tokens(command: str, content: str
 
 
 def test_a_marker_after_a_json_escape_is_found_and_shown_in_context() -> None:
-    from unscaffold.collect.scrub import build_markers
+    from unscaffold.sft.scrub import build_markers
 
     markers = build_markers([], ["naïve-CANARY"])
     data = _row_bytes("ls", 'a "quoted"\tnaïve-CANARY\u00e9 end', "")
@@ -322,7 +322,7 @@ def test_a_marker_after_a_json_escape_is_found_and_shown_in_context() -> None:
     ("This draft response finishes too early.", True),
 ])
 def test_reviewer_wording_is_the_reviewers_voice_not_common_words(text: str, voice: bool) -> None:
-    from unscaffold.collect.scrub import REVIEWER_VOICE_PATTERNS, REVIEWER_WORDING
+    from unscaffold.sft.scrub import REVIEWER_VOICE_PATTERNS, REVIEWER_WORDING
 
     assert bool(REVIEWER_WORDING.search(text)) is voice
     page = (ROOT / "docs" / "build-sft.md").read_text()
@@ -331,7 +331,7 @@ def test_reviewer_wording_is_the_reviewers_voice_not_common_words(text: str, voi
 
 
 def test_reviewer_wording_in_content_is_reported_with_context() -> None:
-    from unscaffold.collect.sft_build import judge_row
+    from unscaffold.sft.build import judge_row
 
     def voiced(t: dict) -> None:
         t["messages"][4]["content"] = "As the reviewer, I accept. done"
@@ -383,10 +383,10 @@ def test_workers_are_forked_only_from_a_single_threaded_process() -> None:
     import sys
     import threading
 
-    from unscaffold.collect.scrub import build_markers
-    from unscaffold.collect.sft_build import pool_context
+    from unscaffold.sft.build import pool_context
+    from unscaffold.sft.scrub import build_markers
 
-    code = ("from unscaffold.collect.sft_build import pool_context; from unscaffold.collect.scrub import "
+    code = ("from unscaffold.sft.build import pool_context; from unscaffold.sft.scrub import "
             "build_markers; print(pool_context(build_markers([], [])).get_start_method())")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert done.stdout == "fork\n"
@@ -408,9 +408,9 @@ def test_this_process_judges_the_chunks_no_worker_has_taken(tmp_path: Path, monk
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    import unscaffold.collect.sft_build as sft_build
-    from unscaffold.collect.scrub import build_markers
+    import unscaffold.sft.build as sft_build
     from unscaffold.minimal_harness.tool import system_prompt
+    from unscaffold.sft.scrub import build_markers
 
     run_dir = _synthetic_run(tmp_path, 12)
     monkeypatch.setattr(sft_build, "PARALLEL_FROM", 4)

@@ -166,8 +166,8 @@ def test_bad_config_files_are_one_line_naming_file_and_key(tmp_path: Path) -> No
 
 
 def test_a_nested_setting_from_yaml_and_flat_keys_of_earlier_files(tmp_path: Path) -> None:
-    from unscaffold.collect.models import RunConfig
     from unscaffold.config_file import unknown_key
+    from unscaffold.run.models import RunConfig
 
     path = _write(tmp_path / "run.yaml", {"student": "oracle", "sandbox": {"command-timeout-s": 5}, "max_turns": 3})
     tree = read_config_file(path, "run")

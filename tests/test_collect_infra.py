@@ -8,12 +8,12 @@ import time
 from pathlib import Path
 
 from tests.helpers import HARBOR_EXAMPLES, call, eventually, final, needs_bwrap
-from unscaffold.collect import trial as trial_module
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
 from unscaffold.errors import RetryableModelError, SandboxUnavailable
 from unscaffold.reviewer.base import RawSubmission, ReviewRequest, ReviewSession
 from unscaffold.reviewer.throttle import ThrottledReviewers
+from unscaffold.run import trial as trial_module
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
 
 
 @needs_bwrap
@@ -29,7 +29,7 @@ def test_sandbox_start_failure_is_retried_then_succeeds(tmp_path: Path, monkeypa
         return real(config)
 
     monkeypatch.setattr(trial_module, "open_sandbox", flaky)
-    monkeypatch.setattr("unscaffold.collect.runner.time.sleep", lambda s: None)
+    monkeypatch.setattr("unscaffold.run.runner.time.sleep", lambda s: None)
     summary = run(RunConfig(suite="harbor", data=HARBOR_EXAMPLES, student="oracle", out=tmp_path,
                             task_ids=["hello-file", "csv-total"], infra_retries=2))
     assert summary.per_task == {"csv-total": 1.0, "hello-file": 1.0}
@@ -47,7 +47,7 @@ def test_retries_are_bounded_and_recorded(tmp_path: Path, monkeypatch) -> None:
         raise SandboxUnavailable("sandbox did not start")
 
     monkeypatch.setattr(trial_module, "open_sandbox", broken)
-    monkeypatch.setattr("unscaffold.collect.runner.time.sleep", lambda s: None)
+    monkeypatch.setattr("unscaffold.run.runner.time.sleep", lambda s: None)
     summary = run(RunConfig(suite="harbor", data=HARBOR_EXAMPLES, student="oracle", out=tmp_path,
                             task_ids=["hello-file"], infra_retries=1))
     result = json.loads((tmp_path / "trials" / "hello-file" / "result.json").read_text())
@@ -70,7 +70,7 @@ def test_rate_limits_past_the_retries_are_infrastructure(tmp_path: Path, monkeyp
         return original(self, messages, tools)
 
     monkeypatch.setattr(replay.ReplayModel, "complete", limited)
-    monkeypatch.setattr("unscaffold.collect.runner.time.sleep", lambda s: None)
+    monkeypatch.setattr("unscaffold.run.runner.time.sleep", lambda s: None)
     spec = write_replay({"hello-file": [call("echo 'Hello, world!' > /app/hello.txt"), final("ok")]})
     summary = run(RunConfig(suite="harbor", data=HARBOR_EXAMPLES, student=spec, out=tmp_path,
                             task_ids=["hello-file"]))

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import EXAMPLES, HARBOR_EXAMPLES, HARBOR_REPLAY, call, final, needs_bwrap
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
 from unscaffold.errors import InputError
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
 
 pytestmark = needs_bwrap
 K = EXAMPLES / "hstar" / "harbor_k"

@@ -78,7 +78,7 @@ def test_compare_ranks_against_the_base_model_and_marks_what_differs(tmp_path: P
 
 def test_sft_record_counts_its_collection(tmp_path: Path) -> None:
     """train-sft's record: the collection runs build-sft read (its report beside the data) are its cost."""
-    from unscaffold.collect.models import RunResults
+    from unscaffold.run.models import RunResults
     from unscaffold.training_record import Clock, sft_record
 
     run = hand_run(tmp_path / "collect", "harbor", {"t1": [["ls"]], "t2": [["ls"], ["ls"]]},

@@ -10,8 +10,6 @@ import pytest
 
 from tests.helpers import call, final
 from unscaffold.benchmarks.registry import SUITES
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.trial import output_cut
 from unscaffold.llm.registry import load_provider
 from unscaffold.minimal_harness.agent import Agent, AgentConfig
 from unscaffold.minimal_harness.harness import MinimalHarness
@@ -21,6 +19,8 @@ from unscaffold.minimal_harness.sandbox.none import UnisolatedSandbox
 from unscaffold.minimal_harness.sandbox.output import cut_output
 from unscaffold.minimal_harness.sandbox.result import ExecResult
 from unscaffold.minimal_harness.trajectory import Trajectory
+from unscaffold.run.models import RunConfig
+from unscaffold.run.trial import output_cut
 
 REFERENCE_PROMPT = """\
 You are an autonomous agent working on a task in a Linux workspace.

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from tests.helpers import EXAMPLES, FORK_BOMB, HARBOR_EXAMPLES, ROOT
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
 from unscaffold.errors import SandboxUnavailable
 from unscaffold.minimal_harness.sandbox import images
 from unscaffold.minimal_harness.sandbox.base import Limits, Mount, SandboxConfig
 from unscaffold.minimal_harness.sandbox.docker_sandbox import DockerSandbox
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
 
 pytestmark = pytest.mark.docker
 HARBOR_DOCKER_EXAMPLES = EXAMPLES / "harbor_docker"

@@ -19,14 +19,14 @@ import pytest
 
 from tests.helpers import call, final
 from tests.test_hostile_runs import HONEST_VERIFIER, harbor_task
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
 from unscaffold.minimal_harness.sandbox import docker_sandbox as ds
 from unscaffold.minimal_harness.sandbox import identity, owner
 from unscaffold.minimal_harness.sandbox.base import SandboxConfig
 from unscaffold.minimal_harness.sandbox.disk import engine_shares_mounts
 from unscaffold.minimal_harness.sandbox.docker_sandbox import DockerSandbox
 from unscaffold.minimal_harness.sandbox.identity import REGISTRY, release_uid
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
 
 pytestmark = pytest.mark.docker
 

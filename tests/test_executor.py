@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 
 from tests.helpers import HARBOR_EXAMPLES, HARBOR_REPLAY, message_of
 from unscaffold.cli import app
-from unscaffold.collect import shipping
-from unscaffold.collect.executor_spec import ExecutorSpec, parse_executor
-from unscaffold.collect.models import RunConfig
 from unscaffold.errors import InputError
+from unscaffold.run import shipping
+from unscaffold.run.executor_spec import ExecutorSpec, parse_executor
+from unscaffold.run.models import RunConfig
 
 
 @pytest.mark.parametrize(("spec", "expected"), [

@@ -10,11 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.helpers import needs_bwrap
-from unscaffold.benchmarks.harbor.dockerfile import instructions, local_plan
 from unscaffold.cli import app
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
 from unscaffold.errors import SandboxUnavailable
+from unscaffold.offline.dockerfile import instructions, local_plan
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
 
 REWARD_IF = 'if {check}; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n'
 
@@ -202,7 +202,7 @@ def test_asking_for_a_skipped_task_says_why(tmp_path: Path) -> None:
 @needs_bwrap
 def test_every_trial_failing_for_infrastructure_exits_non_zero_with_the_cause(tmp_path: Path,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    import unscaffold.collect.trial as trial
+    import unscaffold.run.trial as trial
 
     def no_sandbox(config):
         raise SandboxUnavailable("Docker is not reachable (connection refused)")
@@ -226,8 +226,8 @@ def test_every_trial_failing_for_infrastructure_exits_non_zero_with_the_cause(tm
 
 def test_a_long_list_of_skipped_lines_is_cut_in_the_reason() -> None:
     from unscaffold.benchmarks.base import Score
-    from unscaffold.collect.trial import decide_outcome
     from unscaffold.minimal_harness.trajectory import Trajectory
+    from unscaffold.run.trial import decide_outcome
 
     traj = Trajectory(trial_id="t", task_id="t", suite="harbor", student="oracle", tools=[], exit_status="submitted")
     gaps = [f"line {n}: RUN step {n} (the local sandbox cannot run build steps)" for n in range(1, 7)]

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from tests.helpers import EXAMPLES, ROOT, assert_k_current, final, needs_bwrap
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
 
 WORDS = EXAMPLES / "harbor_words"
 BANK = EXAMPLES / "hstar" / "words_bank"

@@ -12,9 +12,9 @@ from fixtures_tiny import tiny_model_dir, tiny_qwen3_dir  # noqa: F401  (pytest 
 from unscaffold.errors import ContextLengthError, ModelError
 from unscaffold.llm.hf_backend import HFModel
 from unscaffold.llm.qwen_parse import parse_completion
-from unscaffold.llm.tiny import build_tiny_model, read_trl_template
 from unscaffold.llm.types import AssistantResponse, ChatToolCall, FunctionCall, Message, ToolCall
 from unscaffold.minimal_harness.tool import EXECUTE_TOOL, format_problem
+from unscaffold.offline.tiny import build_tiny_model, read_trl_template
 
 TOOLS = [EXECUTE_TOOL]
 TYPED_TOOL = {

@@ -13,10 +13,10 @@ import pytest
 from tests.helpers import call, final, needs_bwrap
 from tests.test_hostile_sandbox import FORK_CHAIN, needs_gcc
 from unscaffold.benchmarks.harbor.reward import read_reward
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
-from unscaffold.collect.sft_build import build_sft
 from unscaffold.minimal_harness.sandbox import owner
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
+from unscaffold.sft.build import build_sft
 
 pytestmark = needs_bwrap
 HOST_CANARY = "HOST-CANARY-5d1e"

@@ -14,10 +14,6 @@ from tests.helpers import call, final, needs_bwrap
 from tests.test_agent_loop import make_agent
 from tests.test_hostile_runs import HONEST_VERIFIER, harbor_task
 from unscaffold.cli import app
-from unscaffold.collect import executor as executor_module
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
-from unscaffold.collect.sft_build import build_sft
 from unscaffold.iojson import append_jsonl, write_json_atomic
 from unscaffold.llm.output_check import (
     MAX_DEPTH,
@@ -34,6 +30,10 @@ from unscaffold.llm.qwen_parse import parse_completion
 from unscaffold.llm.types import AssistantResponse, ToolCall, parse_arguments
 from unscaffold.minimal_harness.trajectory import Trajectory
 from unscaffold.reviewer.submission import InvalidSubmission, check_submission
+from unscaffold.run import executor as executor_module
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
+from unscaffold.sft.build import build_sft
 
 SURROGATE = "\udfff"
 ENCODING = "Format error: the tool arguments cannot be encoded as UTF-8 (it holds a lone surrogate)."

@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 
 from unscaffold.benchmarks.base import Score
-from unscaffold.collect.drop_reasons import EXPLAINED, DropReason
-from unscaffold.collect.models import TrialResult
 from unscaffold.outcomes import ERROR_OUTCOMES, Outcome
+from unscaffold.run.models import TrialResult
+from unscaffold.sft.drop_reasons import EXPLAINED, DropReason
 
 
 def test_error_outcomes_are_every_outcome_but_passed_and_failed() -> None:

@@ -10,15 +10,14 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.helpers import HARBOR_EXAMPLES, needs_bwrap
-from unscaffold import notices
+from unscaffold import notices, preflight
 from unscaffold.cli import app
-from unscaffold.collect import preflight
-from unscaffold.collect import trial as trial_module
-from unscaffold.collect.aggregate import aggregate
-from unscaffold.collect.models import RunConfig, TrialResult
-from unscaffold.collect.runner import RunStalled, run
 from unscaffold.errors import SandboxUnavailable
-from unscaffold.llm.tiny import available_templates
+from unscaffold.offline.tiny import available_templates
+from unscaffold.run import trial as trial_module
+from unscaffold.run.aggregate import aggregate
+from unscaffold.run.models import RunConfig, TrialResult
+from unscaffold.run.runner import RunStalled, run
 
 SKIP = "start it, or pass --no-preflight if it is still starting"
 RAY_START = "start one with `ray start --head`, or use --executor ray for a local instance"
@@ -180,7 +179,7 @@ def test_a_run_that_cannot_progress_stops_after_the_first_wave(tmp_path: Path, m
     monkeypatch.setattr(notices, "sink", said.append)
     notices.forget()
     monkeypatch.setattr(trial_module, "open_sandbox", broken)
-    monkeypatch.setattr("unscaffold.collect.runner.time.sleep", lambda s: None)
+    monkeypatch.setattr("unscaffold.run.runner.time.sleep", lambda s: None)
     with pytest.raises(RunStalled) as stalled:
         run(RunConfig(suite="harbor", data=HARBOR_EXAMPLES, student="oracle", out=tmp_path,
                       task_ids=["hello-file", "csv-total", "word-stats"], infra_retries=1))
@@ -249,7 +248,7 @@ def test_evolve_stops_when_the_student_cannot_run(tmp_path: Path) -> None:
 
 def test_validation_refuses_a_run_that_could_not_run(tmp_path: Path) -> None:
     (tmp_path / "base").mkdir()
-    from unscaffold.collect.models import RunResults
+    from unscaffold.run.models import RunResults
 
     (tmp_path / "base" / "results.json").write_text(RunResults(
         suite="appworld_lite", student="anthropic:x", harness="minimal", split="train", n_tasks=2, n_trials=2,
@@ -264,9 +263,9 @@ def test_validation_refuses_a_run_that_could_not_run(tmp_path: Path) -> None:
 
 def test_without_preflight_ray_still_answers_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("ray")
-    from unscaffold.collect import ray_executor
-    from unscaffold.collect.executor import open_executor
     from unscaffold.errors import InputError
+    from unscaffold.run import ray_executor
+    from unscaffold.run.executor import open_executor
 
     def no_cluster(config: RunConfig, spec: object) -> None:
         raise ConnectionError("Could not find any running Ray instance. Please specify the one to connect to.\n"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from unscaffold.llm.qwen_bpe import load_qwen_tokenizer, tiktoken_file
+from unscaffold.offline.qwen_bpe import load_qwen_tokenizer, tiktoken_file
 
 pytestmark = pytest.mark.skipif(tiktoken_file() is None, reason="qwen.tiktoken missing (make installs dashscope)")
 

@@ -19,10 +19,10 @@ import pytest
 
 from perf.harness_overhead import make_tasks
 from tests.helpers import HARBOR_EXAMPLES, HARBOR_REPLAY, ROOT, call, eventually, final, needs_bwrap
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
-from unscaffold.collect.sft_build import build_sft
 from unscaffold.minimal_harness.atif import export_run
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
+from unscaffold.sft.build import build_sft
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'unscaffold[ray]')")
 cluster_utils = pytest.importorskip("ray.cluster_utils")
@@ -125,7 +125,7 @@ def trial_running_on(node: Any) -> bool:
     """A trial's scratch folder (`trial-PID-...`) belongs to a worker process of that node's raylet."""
     import psutil
 
-    from unscaffold.collect.shipping import CACHE
+    from unscaffold.run.shipping import CACHE
 
     raylet = psutil.Process(node.all_processes["raylet"][0].process.pid)
     workers = {str(p.pid) for p in raylet.children(recursive=True)}
@@ -137,7 +137,7 @@ def events_of(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def test_a_node_lost_mid_run_reruns_its_trial_elsewhere(cluster: Any, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr("unscaffold.collect.runner.time.sleep", lambda s: None)  # the retry back-off
+    monkeypatch.setattr("unscaffold.run.runner.time.sleep", lambda s: None)  # the retry back-off
     doomed = cluster.add_node(**NODE)
     cluster.wait_for_nodes()
     out = tmp_path / "run"
@@ -207,7 +207,7 @@ def test_ctrl_c_stops_the_run_and_leaves_it_resumable(cluster: Any, tmp_path: Pa
 def test_trials_avoid_a_node_whose_sandbox_cannot_start(cluster: Any, tmp_path: Path, monkeypatch) -> None:
     """A node without bubblewrap on its PATH fails the start-up probe; no trial is sent there (one that were
     would fail to start its sandbox and show as an infrastructure retry)."""
-    from unscaffold.collect.ray_executor import RayExecutor
+    from unscaffold.run.ray_executor import RayExecutor
 
     no_bwrap = cluster.add_node(**NODE, env_vars={"PATH": str(Path(sys.executable).parent)})
     cluster.wait_for_nodes()
@@ -292,7 +292,7 @@ def test_the_reviewer_cap_holds_across_the_cluster(cluster: Any, tmp_path: Path)
 
 def test_slots_an_attempt_still_holds_are_freed_when_it_ends(cluster: Any) -> None:
     """A worker that dies mid-call never gives its slot back; the driver frees what that attempt held."""
-    from unscaffold.collect.call_slots import RaySlot, SlotsActor
+    from unscaffold.run.call_slots import RaySlot, SlotsActor
 
     slots = ray.remote(SlotsActor).remote({"reviewer": 1})
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import CHROMIUM, EXAMPLES, HARBOR_EXAMPLES, HARBOR_REPLAY, needs_bwrap, rendered_dom
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.report import bar_chart, write_report
-from unscaffold.collect.runner import run
+from unscaffold.run.models import RunConfig
+from unscaffold.run.report import bar_chart, write_report
+from unscaffold.run.runner import run
 
 
 @pytest.fixture(scope="module")

@@ -57,7 +57,7 @@ def test_rescue_rollout_is_h_token_for_token(max_turns: int, reward: float, tmp_
 
     from unscaffold.llm.chat_render import encode, render_chat
     from unscaffold.llm.hf_backend import HFModel
-    from unscaffold.llm.tiny import resolve_model_path
+    from unscaffold.offline.tiny import resolve_model_path
     from unscaffold.rescue.environment import HarnessEnvironment
 
     task = load_suite(SUITE).tasks("train")[0]

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from tests.helpers import needs_bwrap
 from unscaffold.cli import app
-from unscaffold.llm.tiny import HYBRID_NAME
+from unscaffold.offline.tiny import HYBRID_NAME
 from unscaffold.rescue.trl_rescue import RescueGRPOTrainer
 
 # a fixed completion: what a student's tool call looks like under the Qwen3.5 template

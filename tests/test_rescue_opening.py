@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 from tests.helpers import final, needs_bwrap
 from tests.test_appworld_real import OPENING, appworld_root  # noqa: F401  (pytest fixture)
 from unscaffold.cli import app
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
 from unscaffold.llm.types import Message
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
 
 TASK = "aaa1111_1"
 

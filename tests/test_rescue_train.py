@@ -422,7 +422,7 @@ def test_warm_start_trains_on_from_an_adapter_and_counts_its_cost(tmp_path: Path
     from transformers import AutoModelForCausalLM
 
     from unscaffold.iojson import write_json_atomic
-    from unscaffold.llm.tiny import resolve_model_path
+    from unscaffold.offline.tiny import resolve_model_path
     from unscaffold.training_record import Rollouts, TrainingCost, TrainingRecord
 
     warm = tmp_path / "warm"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from unscaffold.collect.models import TrialResult
 from unscaffold.errors import InputError
 from unscaffold.iojson import load_model
 from unscaffold.reviewer.hook import ReviewStats
+from unscaffold.run.models import TrialResult
 
 BASE = {"trial_id": "t1", "task_id": "a", "reward": 1.0, "outcome": "passed", "reason": "", "exit_status": "submitted",
         "started_at": "s", "ended_at": "e"}

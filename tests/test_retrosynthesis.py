@@ -14,9 +14,9 @@ from unscaffold.benchmarks import load_suite
 from unscaffold.benchmarks.retrosynthesis.chem import CLASS_NAMES, RDKIT_VERSION, Gold, canonical, score_answer
 from unscaffold.benchmarks.retrosynthesis.data import BUILTIN, load_reactions, parse_class, split_of
 from unscaffold.benchmarks.retrosynthesis.suite import RetrosynthesisSuite, instruction
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run, select_tasks
 from unscaffold.errors import InputError
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run, select_tasks
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,6 @@ from unscaffold.benchmarks.retrosynthesis import bankgen
 from unscaffold.benchmarks.retrosynthesis.baseline import template_baseline
 from unscaffold.benchmarks.retrosynthesis.chem import CLASS_NAMES, canonical, fragments
 from unscaffold.benchmarks.retrosynthesis.suite import RetrosynthesisSuite
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
 from unscaffold.knowledge.bank import load_bank
 from unscaffold.knowledge.compiler import compile_k, lint_k
 from unscaffold.knowledge.kfolder import load_k
@@ -28,6 +26,8 @@ from unscaffold.knowledge.middleware import triggered
 from unscaffold.llm.types import AssistantResponse, Message, ToolCall
 from unscaffold.minimal_harness.trajectory import Trajectory
 from unscaffold.reviewer.rules import remedy_arguments
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
 
 SUITE = RetrosynthesisSuite()
 BANK, SHIPPED_K = SUITE.bank_path(), SUITE.k_path()

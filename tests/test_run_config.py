@@ -13,10 +13,10 @@ from typer.testing import CliRunner
 from tests.helpers import HARBOR_EXAMPLES, needs_bwrap
 from unscaffold.cli import app
 from unscaffold.cli_options import model_options
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
 from unscaffold.minimal_harness.agent import AgentConfig
 from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, SandboxConfig, SandboxSettings
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
 
 RUN_FLAGS = ["--no-preflight", "--student", "--out", "--data", "--split", "--split-file", "--tasks", "--trials",
              "--concurrency", "--harness", "--finish-checks", "--opening", "--router", "--router-validation",
@@ -144,9 +144,9 @@ def test_the_documented_example_is_a_valid_config() -> None:
 
 def test_no_finish_checks_gives_the_run_its_bank_as_rescue_training_meets_it(tmp_path: Path) -> None:
     from unscaffold.benchmarks import load_suite
-    from unscaffold.collect.run_setup import trial_context
-    from unscaffold.collect.runner import check_run_dir
     from unscaffold.errors import InputError
+    from unscaffold.run.runner import check_run_dir
+    from unscaffold.run.setup import trial_context
 
     suite = load_suite("appworld_lite")
     checked = trial_context(suite, RunConfig(suite="appworld_lite", student="oracle", out=Path("x"), harness="hstar"))

@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 from perf.harness_overhead import make_tasks
 from tests.helpers import HARBOR_EXAMPLES, HARBOR_REPLAY, ROOT, call, eventually, final, needs_bwrap
 from unscaffold.cli import app
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
 from unscaffold.errors import InputError
 from unscaffold.minimal_harness.sandbox.disk import mounts_below
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
 
 pytestmark = needs_bwrap
 EXPECTED = {"csv-total": 1.0, "fix-fibonacci": 0.8, "hello-file": 1.0, "word-stats": 0.0}
@@ -172,8 +172,8 @@ def test_sigkill_half_way_then_resume_finishes_every_trial_once(tmp_path: Path) 
 KILL_DRIVER = """
 import os, sys
 from pathlib import Path
-from unscaffold.collect import runner, trial
-from unscaffold.collect.models import RunConfig
+from unscaffold.run import runner, trial
+from unscaffold.run.models import RunConfig
 
 kill_after = int(sys.argv[1])
 count = 0
@@ -216,7 +216,7 @@ def test_a_kill_after_any_write_then_resume_records_every_trial_exactly_once(tmp
 
 
 def test_a_trial_folder_that_cannot_be_removed_is_set_aside(tmp_path: Path, monkeypatch) -> None:
-    from unscaffold.collect import runner
+    from unscaffold.run import runner
 
     stuck = tmp_path / "trials" / "t0"
     stuck.mkdir(parents=True)

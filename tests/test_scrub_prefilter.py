@@ -9,9 +9,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from unscaffold.collect.scrub import Markers, build_markers
-from unscaffold.collect.sft_build import build_sft
 from unscaffold.knowledge.kfolder import load_k
+from unscaffold.sft.build import build_sft
+from unscaffold.sft.scrub import Markers, build_markers
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_K = ROOT / "unscaffold" / "benchmarks" / "spreadsheet" / "k"

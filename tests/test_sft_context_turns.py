@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from tests.helpers import needs_bwrap, trained_runs
 from unscaffold.cli import app
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
-from unscaffold.collect.sft_build import build_sft
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
+from unscaffold.sft.build import build_sft
 from unscaffold.sft.data import SFTRow, prepare, read_rows
 from unscaffold.sft.render import render_sample, render_turns, segments
 

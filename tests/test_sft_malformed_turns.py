@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from fixtures_tiny import tiny_model_dir  # noqa: F401  (pytest fixture)
 
-from unscaffold.collect.sft_build import build_sft, malformed_turns
 from unscaffold.minimal_harness.tool import EXECUTE_TOOL, system_prompt
+from unscaffold.sft.build import build_sft, malformed_turns
 from unscaffold.sft.data import read_rows
 from unscaffold.sft.render import render_sample, segments
 

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from unscaffold.cli import app
 from unscaffold.errors import InputError
-from unscaffold.llm.tiny import build_tiny_model
 from unscaffold.llm.types import Message
+from unscaffold.offline.tiny import build_tiny_model
 from unscaffold.sft.config import FIELDS, TrainConfig, gradient_accumulation, resolve_config
 from unscaffold.sft.data import prepare, read_rows
 from unscaffold.sft.train import train_sft

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.test_build_sft import _traj
-from unscaffold.collect.scrub import REVIEWER_WORDING
-from unscaffold.collect.sft_build import build_sft
+from unscaffold.sft.build import build_sft
+from unscaffold.sft.scrub import REVIEWER_WORDING
 
 VOICED = [
     "The student is about to finish without checking the output; I replace the finish with a check.",

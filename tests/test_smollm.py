@@ -16,9 +16,9 @@ from sft_rows import call, write_rows
 from unscaffold.errors import InputError
 from unscaffold.llm import smollm
 from unscaffold.llm.qwen_parse import parse_completion
-from unscaffold.llm.tiny import resolve_model_path
 from unscaffold.llm.types import Message
 from unscaffold.minimal_harness.tool import EXECUTE_TOOL, system_prompt
+from unscaffold.offline.tiny import resolve_model_path
 from unscaffold.sft.render import render_sample, segments
 
 CLI = [sys.executable, "-m", "unscaffold.cli"]

@@ -13,9 +13,9 @@ from tests.helpers import ROOT, call, final, message_of, needs_bwrap
 from unscaffold.benchmarks import load_suite
 from unscaffold.benchmarks.splits import read_split_file, seeded_split
 from unscaffold.cli import app
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
 from unscaffold.errors import InputError
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
 
 
 @pytest.fixture

@@ -17,14 +17,14 @@ from unscaffold.benchmarks.spreadsheet import bankgen
 from unscaffold.benchmarks.spreadsheet import tasks as builtin
 from unscaffold.benchmarks.spreadsheet.measure import naive_command
 from unscaffold.benchmarks.spreadsheet.suite import SpreadsheetSuite, input_name, output_name
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
 from unscaffold.knowledge.bank import load_bank
 from unscaffold.knowledge.compiler import compile_k, lint_k
 from unscaffold.knowledge.kfolder import load_k
 from unscaffold.knowledge.middleware import triggered
 from unscaffold.llm.types import AssistantResponse, Message
 from unscaffold.minimal_harness.trajectory import Trajectory
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
 
 HERE = Path(builtin.__file__).resolve().parent
 BANK, SHIPPED_K = HERE / "hstar", HERE / "k"

@@ -16,8 +16,8 @@ from tests.helpers import needs_bwrap
 from tests.spreadsheet_books import book, with_cached
 from unscaffold.benchmarks.spreadsheet.recalc import engine_summary
 from unscaffold.benchmarks.spreadsheet.suite import SpreadsheetSuite, input_name, output_name
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
 
 NBSP = "\u00a0"
 # id -> (answer_position, input sheets, golden sheets); a golden differs from its input only where noted

@@ -221,9 +221,9 @@ def test_answers_linking_to_the_golden_or_a_host_workbook_score_0_and_never_trai
     """The golden-link trick (plain, and with a package LibreOffice refuses) and links to a host workbook by
     absolute and relative path: each scores 0, no engine reads the linked book, no host value reaches any
     file of the run, and `build-sft --keep-all` keeps none of them."""
-    from unscaffold.collect.models import RunConfig
-    from unscaffold.collect.runner import run
-    from unscaffold.collect.sft_build import build_sft
+    from unscaffold.run.models import RunConfig
+    from unscaffold.run.runner import run
+    from unscaffold.sft.build import build_sft
 
     monkeypatch.setenv("UNSCAFFOLD_SPREADSHEET_ENGINE", engine)
     suite = SpreadsheetSuite()

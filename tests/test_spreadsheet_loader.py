@@ -11,9 +11,9 @@ import pytest
 from tests.helpers import call, final, needs_bwrap
 from unscaffold.benchmarks import load_suite
 from unscaffold.benchmarks.spreadsheet.loader import load_dataset
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
 from unscaffold.errors import InputError
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
 
 
 def xlsx(path: Path, rows: list[list[object]], sheet: str = "Sheet1") -> None:

@@ -13,9 +13,9 @@ from unscaffold.benchmarks import load_suite
 from unscaffold.benchmarks.spreadsheet import tasks as builtin
 from unscaffold.benchmarks.spreadsheet.measure import naive_command, naive_policy, reference_policy, score_policy
 from unscaffold.benchmarks.spreadsheet.suite import SpreadsheetSuite, input_name, output_name
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
 from unscaffold.errors import InputError
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
 
 # Tasks with prefilled cells in the answer range: these families always, split-names in variants 0 and 3.
 PREFILLED = sorted([f"{family}-{v}" for family in ("staff-codes", "category-prefix", "grade-bands", "text-dates",

@@ -13,11 +13,11 @@ import pytest
 
 from unscaffold.benchmarks import registry
 from unscaffold.benchmarks.base import Score, Suite, Task
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.runner import run
 from unscaffold.llm.types import Message
 from unscaffold.minimal_harness.sandbox.base import Sandbox, SandboxConfig, SandboxKind
 from unscaffold.minimal_harness.trajectory import Trajectory
+from unscaffold.run.models import RunConfig
+from unscaffold.run.runner import run
 
 CALLS: list[str] = []
 

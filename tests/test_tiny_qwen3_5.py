@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 from unscaffold.cli import app
 from unscaffold.errors import InputError
-from unscaffold.llm.qwen_bpe import tiktoken_file
-from unscaffold.llm.tiny import HYBRID, HYBRID_NAME, read_trl_template, resolve_model_path, tiny_model_dir
 from unscaffold.llm.types import Message
+from unscaffold.offline.qwen_bpe import tiktoken_file
+from unscaffold.offline.tiny import HYBRID, HYBRID_NAME, read_trl_template, resolve_model_path, tiny_model_dir
 from unscaffold.sft.config import TrainConfig
 from unscaffold.sft.render import assistant_turns, render_sample, render_turns
 from unscaffold.sft.train import missing_packing_kernels, resolve_hardware, train_sft

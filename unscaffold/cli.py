@@ -14,8 +14,6 @@ from rich.table import Table
 
 from unscaffold.cli_exit import exit_on_problem, fail, or_fail
 from unscaffold.cli_options import command_from_model, setting_argument, suite_arguments, switch
-from unscaffold.collect.models import RunConfig
-from unscaffold.collect.preflight import NO_PREFLIGHT_HELP
 from unscaffold.command_settings import (
     BehaviorsSettings,
     BuildSftSettings,
@@ -33,8 +31,10 @@ from unscaffold.errors import UnscaffoldError
 from unscaffold.evolve.config import EvolveConfig
 from unscaffold.minimal_harness.sandbox.base import sandbox_kind
 from unscaffold.outcomes import ERROR_OUTCOMES
+from unscaffold.preflight import NO_PREFLIGHT_HELP
 from unscaffold.reproduce.command import ReproduceConfig
 from unscaffold.rescue.cli import print_routed_run, rescue_app
+from unscaffold.run.models import RunConfig
 from unscaffold.sft.cli import register as _register_sft
 from unscaffold.terminal_text import inert
 
@@ -59,13 +59,13 @@ def _root(version: bool = typer.Option(False, "--version", callback=_print_versi
 
 def run_command(config: RunConfig, values: dict[str, Any]) -> None:
     """Run trials of a suite; without a reviewer this is an evaluation."""
-    from unscaffold.collect.runner import run as run_suite
+    from unscaffold.run.runner import run as run_suite
 
     try:
         if config.sandbox.kind == "none":
             console.print("[yellow]warning: --sandbox none runs model commands on this machine without isolation")
         if not values["no_preflight"]:
-            from unscaffold.collect.preflight import check_run
+            from unscaffold.preflight import check_run
 
             check_run(config.student, config.reviewer, config.sandbox.kind, config.executor)
         if config.harness.startswith("route:"):
@@ -120,8 +120,8 @@ def print_routed(config: RunConfig) -> None:
 def print_summary(results: dict, out: Path) -> None:
     """One row per trial (from its result.json), the trials whose environment or verifier failed apart
     from those the student failed, the skipped tasks, then the run's totals."""
-    from unscaffold.collect.models import TrialResult
     from unscaffold.iojson import load_model
+    from unscaffold.run.models import TrialResult
 
     table = Table(title=inert(f"{results['suite']} run"), caption=inert(f"student {results['student']}"))
     for name, justify in (("trial", "left"), ("reward", "right"), ("turns", "right"), ("replaced", "right"),
@@ -277,7 +277,7 @@ BUILD_SFT_DROPS_SHOWN = 20  # dropped trials printed (all of them with --keep-al
 def build_sft_command(s: BuildSftSettings, values: dict[str, Any]) -> None:
     """Turn reviewed runs into SFT rows: filter, audit, leak-scrub, mask reviewer-voice reasoning."""
     run_dirs, out, min_reward, keep_all, canary = s.run_dirs, s.out, s.min_reward, s.keep_all, s.canary
-    from unscaffold.collect.sft_build import build_sft, report_path
+    from unscaffold.sft.build import build_sft, report_path
 
     try:
         report = build_sft(run_dirs, out, min_reward=min_reward, keep_all=keep_all, audits=s.audit,
@@ -315,7 +315,7 @@ _register_sft(app)
 
 def report_command(s: ReportSettings, values: dict[str, Any]) -> None:
     """Write a self-contained HTML page of a run: summary, plots, per-trial review timelines."""
-    from unscaffold.collect.report import write_report
+    from unscaffold.run.report import write_report
 
     path = or_fail(lambda: write_report(s.run_dir, s.out))
     Console().print(f"report: {path}", highlight=False)
@@ -438,7 +438,7 @@ def evolve_command(config: EvolveConfig, values: dict[str, Any]) -> None:
         if config.single and config.pool is not None:
             raise UnscaffoldError("--single and --pool exclude each other")
         if not values["no_preflight"]:
-            from unscaffold.collect.preflight import check_models
+            from unscaffold.preflight import check_models
 
             check_models([("--student", config.student), ("--editor", config.editor),
                           ("--analyst", config.analyst)], config.sandbox)
@@ -488,7 +488,7 @@ def demo_command(config: DemoConfig, values: dict[str, Any]) -> None:
         console.print("Using the shipped recorded students and reviewer (examples/replay/demo_*.json) and the "
                       "built-in tiny model: offline, a few minutes on two cores.", highlight=False)
     if not values["no_preflight"]:
-        from unscaffold.collect.preflight import check_models, check_training
+        from unscaffold.preflight import check_models, check_training
 
         try:
             check_models([("--student", config.student), ("--hstar-student", config.hstar_student),

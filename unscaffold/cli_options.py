@@ -25,9 +25,9 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from unscaffold.cli_exit import fail
-from unscaffold.collect.preflight import NO_PREFLIGHT_HELP
 from unscaffold.config_file import read_config_file, unknown_key
 from unscaffold.errors import InputError, UnscaffoldError
+from unscaffold.preflight import NO_PREFLIGHT_HELP
 
 CONFIG_FLAG = "--config"
 SETTINGS_MODEL = "settings_model"  # the attribute naming a generated command's model (tests walk the app by it)

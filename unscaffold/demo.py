@@ -22,10 +22,10 @@ from pydantic import BaseModel, BeforeValidator, Field
 from rich.console import Console
 from rich.table import Table
 
-from unscaffold.collect.models import DEFAULT_REPLACE_BUDGET
 from unscaffold.flags import comma_list_kept_empty, flag
 from unscaffold.reproduce.execute import StageFailed, StageRun, execute
 from unscaffold.reproduce.plan import DIR, Plan, Stage
+from unscaffold.run.models import DEFAULT_REPLACE_BUDGET
 
 ROOT = Path(__file__).resolve().parent.parent
 REPLAYS = ROOT / "examples" / "replay"

@@ -124,10 +124,10 @@ def sft_record(data: Any, model: str, base_path: str, steps: int, seed: int, clo
     beside the data) are part of its cost, and their tasks are its train tasks."""
     from pathlib import Path
 
-    from unscaffold.collect.models import RunConfig, RunResults
-    from unscaffold.collect.sft_build import report_path
     from unscaffold.errors import InputError
     from unscaffold.iojson import load_model, read_json
+    from unscaffold.run.models import RunConfig, RunResults
+    from unscaffold.sft.build import report_path
 
     notes: list[str] = []
     runs, configs = [], []

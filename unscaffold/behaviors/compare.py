@@ -16,8 +16,8 @@ from unscaffold.behaviors.recovery import RecoveryTable, Rule, RunReading, check
 from unscaffold.behaviors.runs import RunRecord, check_comparable
 from unscaffold.behaviors.stats import SAMPLES, Interval, Paired, bootstrap, paired
 from unscaffold.behaviors.taught import Taught
-from unscaffold.collect.aggregate import SUCCESS
 from unscaffold.errors import UnscaffoldError
+from unscaffold.run.aggregate import SUCCESS
 from unscaffold.training_record import TrainingCost, TrainingRecord, evaluation_settings
 
 

@@ -9,7 +9,7 @@ from unscaffold.behaviors import tables
 from unscaffold.behaviors.compare import Comparison
 from unscaffold.behaviors.recovery import PooledRecovery, RecoveryTable
 from unscaffold.behaviors.stats import Interval
-from unscaffold.collect.report import CSS, bar_chart, chart_label, label_width
+from unscaffold.run.report import CSS, bar_chart, chart_label, label_width
 
 TABLE_CSS = """
 table{border-collapse:collapse;background:#fff;margin:8px 0}

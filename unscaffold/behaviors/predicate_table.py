@@ -4,10 +4,10 @@ its folder. The one module that knows them all, so the predicates' shared code i
 from __future__ import annotations
 
 from unscaffold.behaviors.predicates import Predicate
-from unscaffold.benchmarks.appworld_lite import detectors as app_worlds
 from unscaffold.benchmarks.harbor import detectors as workspace_files
 from unscaffold.benchmarks.retrosynthesis import detectors as retrosynthesis
 from unscaffold.benchmarks.spreadsheet import detectors as spreadsheet
+from unscaffold.offline.appworld_lite import detectors as app_worlds
 
 SUITE_PREDICATES = (retrosynthesis.PREDICATES, app_worlds.PREDICATES, spreadsheet.PREDICATES,
                     workspace_files.PREDICATES)

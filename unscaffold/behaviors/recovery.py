@@ -21,11 +21,11 @@ from unscaffold.behaviors.detector import DetectorSpec, read_trial
 from unscaffold.behaviors.runs import RunRecord, check_comparable
 from unscaffold.behaviors.taught import Taught
 from unscaffold.benchmarks import load_suite
-from unscaffold.collect.models import TrialResult
 from unscaffold.errors import UnscaffoldError
 from unscaffold.knowledge.bank import load_bank
 from unscaffold.knowledge.hstar import bank_for_harness
 from unscaffold.outcomes import ERROR_OUTCOMES, Outcome
+from unscaffold.run.models import TrialResult
 
 Rule = Literal["any", "majority"]
 RULES: dict[str, str] = {

@@ -11,12 +11,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from unscaffold.behaviors.labels import RunLabel, label_run
-from unscaffold.collect.aggregate import SUCCESS
-from unscaffold.collect.models import RunConfig, RunResults, TrialResult
 from unscaffold.errors import InputError, UnscaffoldError
 from unscaffold.iojson import load_model, read_json, validation_error
 from unscaffold.minimal_harness.evidence import EVIDENCE_FILE, CommandEvidence, read_evidence
 from unscaffold.minimal_harness.trajectory import Trajectory
+from unscaffold.run.aggregate import SUCCESS
+from unscaffold.run.models import RunConfig, RunResults, TrialResult
 
 
 class RunRecord(BaseModel):

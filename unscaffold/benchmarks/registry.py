@@ -13,7 +13,7 @@ SUITES: dict[str, str] = {
     "harbor": "unscaffold.benchmarks.harbor.suite:HarborSuite",
     "spreadsheet": "unscaffold.benchmarks.spreadsheet.suite:SpreadsheetSuite",
     "retrosynthesis": "unscaffold.benchmarks.retrosynthesis.suite:RetrosynthesisSuite",
-    "appworld_lite": "unscaffold.benchmarks.appworld_lite.suite:AppWorldLiteSuite",
+    "appworld_lite": "unscaffold.offline.appworld_lite.suite:AppWorldLiteSuite",
     "appworld": "unscaffold.benchmarks.appworld_real.suite:AppWorldSuite",
 }
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from unscaffold.collect.models import RunConfig, TrialResult
-from unscaffold.collect.runner import RunStalled, run
 from unscaffold.evolve.budget import check_budget
 from unscaffold.evolve.config import EvolveConfig
 from unscaffold.iojson import load_model
 from unscaffold.outcomes import Outcome
+from unscaffold.run.models import RunConfig, TrialResult
+from unscaffold.run.runner import RunStalled, run
 
 
 class Evaluator:

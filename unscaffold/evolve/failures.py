@@ -7,10 +7,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from unscaffold.collect.models import TrialResult
-from unscaffold.collect.trial import RESULT, TRAJECTORY
 from unscaffold.iojson import load_model
 from unscaffold.minimal_harness.trajectory import Trajectory
+from unscaffold.run.models import TrialResult
+from unscaffold.run.trial import RESULT, TRAJECTORY
 
 PASS = 1.0 - 1e-9
 MAX_CHARS = 8_000  # per trajectory: head and tail kept

@@ -18,8 +18,8 @@ from unscaffold.errors import ContextLengthError, ModelError
 from unscaffold.llm.chat_render import END_OF_TURN, encode, render_chat
 from unscaffold.llm.qwen_parse import THINK_OPEN, parse_completion
 from unscaffold.llm.sampling import Sampling
-from unscaffold.llm.tiny import resolve_model_path
 from unscaffold.llm.types import AssistantResponse, Message, Usage
+from unscaffold.offline.tiny import resolve_model_path
 
 
 class HFModel:

@@ -102,7 +102,7 @@ def train_command(config: RescueTrainConfig, values: dict[str, Any]) -> None:
     try:
         check_options(config)  # before the bar: a refused option is one line
         if not values["no_preflight"]:
-            from unscaffold.collect.preflight import check_models, model_path_problem, vllm_problem
+            from unscaffold.preflight import check_models, model_path_problem, vllm_problem
 
             check_models([*(("--profiler", p) for p in config.profilers), *(("--voter", v) for v in config.voters)],
                          config.sandbox, extra=[lambda: vllm_problem(config.use_vllm),
@@ -154,18 +154,18 @@ rescue_app.command("train")(command_from_model(
 
 def route_command(config: RouteConfig, values: dict[str, Any]) -> None:
     """Rank-1 routing: each task runs under the harness the router ranks first."""
-    from unscaffold.collect.models import RunConfig
     from unscaffold.minimal_harness.sandbox.base import SandboxSettings
     from unscaffold.rescue.pool import load_pool, materialise, shipped_pool
     from unscaffold.rescue.route import run_routed
     from unscaffold.rescue.router_loader import load_router
     from unscaffold.rescue.settings import default_router
     from unscaffold.rescue.validation import load_table
+    from unscaffold.run.models import RunConfig
 
     suite, out = config.suite, config.out
     try:
         if not values["no_preflight"]:
-            from unscaffold.collect.preflight import check_run
+            from unscaffold.preflight import check_run
 
             check_run(config.student, None, config.sandbox, others=[*(("--profiler", p) for p in config.profilers),
                                                                     *(("--voter", v) for v in config.voters)])
@@ -202,9 +202,9 @@ rescue_app.command("route")(command_from_model(RouteConfig, "rescue route", suit
 
 def _results(run: Path) -> Any:
     """A run's results.json, or None where there is none readable (table_from_runs says what is missing)."""
-    from unscaffold.collect.models import RunResults
     from unscaffold.errors import InputError
     from unscaffold.iojson import load_model
+    from unscaffold.run.models import RunResults
 
     try:
         return load_model(run / "results.json", RunResults)

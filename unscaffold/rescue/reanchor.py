@@ -46,8 +46,8 @@ class Reanchor(BaseModel):
         refuse_test_tasks(((t.id, t.split) for t in self.tasks), "--reanchor-tasks", "a router")
 
     def run(self, step: int, adapter: Path) -> ValidationTable:
-        from unscaffold.collect.models import RunConfig
-        from unscaffold.collect.trial import TrialContext, run_trial
+        from unscaffold.run.models import RunConfig
+        from unscaffold.run.trial import TrialContext, run_trial
 
         self.check()
         model = HFModel(f"hf:{self.model_path}+{adapter}", str(self.model_path), adapter=str(adapter),

@@ -25,11 +25,11 @@ def route_tasks(router: Router, tasks: list[TaskView]) -> dict[str, list[str]]:
 def run_routed(config: Any, pool: Pool, router: Router, progress: Any = None) -> dict[str, Any]:
     """`config` is the RunConfig of the whole run; its `harness` is ignored (each group gets its own)."""
     from unscaffold.benchmarks import load_suite
-    from unscaffold.collect.aggregate import aggregate
-    from unscaffold.collect.models import TrialResult
-    from unscaffold.collect.run_setup import select_tasks
-    from unscaffold.collect.runner import run as run_suite
     from unscaffold.iojson import load_model
+    from unscaffold.run.aggregate import aggregate
+    from unscaffold.run.models import TrialResult
+    from unscaffold.run.runner import run as run_suite
+    from unscaffold.run.setup import select_tasks
 
     with load_suite(config.suite, config.data, config.split_file) as suite:
         tasks = select_tasks(suite, config)

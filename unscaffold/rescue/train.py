@@ -196,7 +196,7 @@ def check_options(config: RescueTrainConfig) -> None:
         raise InputError("--vllm-mode", None, "server mode is not supported: a rescue step generates a second "
                          "time within one generation batch, with rows of several harnesses, which a shared vLLM "
                          "server is not tested with; use colocate")
-    from unscaffold.collect.preflight import vllm_problem
+    from unscaffold.preflight import vllm_problem
 
     missing = vllm_problem(config.use_vllm)  # with --no-preflight too: vLLM's import error is a long traceback
     if missing:
@@ -230,8 +230,8 @@ def pool_notes(config: RescueTrainConfig, siblings: list[str]) -> list[str]:
 def resolve_model(spec: str) -> Path:
     """The base model's folder: a built-in one (built once), a local checkpoint, or a hub id as `train-sft`
     takes it (from the Hugging Face cache, fetched into it when not there yet)."""
-    from unscaffold.collect.preflight import looks_like_hub_id
-    from unscaffold.llm.tiny import is_built_in, resolve_model_path
+    from unscaffold.offline.tiny import is_built_in, resolve_model_path
+    from unscaffold.preflight import looks_like_hub_id
 
     if is_built_in(spec):  # tiny, tiny-qwen3.5 (the hybrid), or either with :TEMPLATE
         return Path(resolve_model_path(spec))

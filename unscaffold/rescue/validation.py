@@ -67,10 +67,10 @@ def load_table(path: Path) -> ValidationTable:
 
 def table_from_runs(runs: dict[str, Path], texts: dict[str, str], splits: dict[str, str | None]) -> ValidationTable:
     """Join run folders (harness name -> RUN_DIR) of the same validation tasks into one table."""
-    from unscaffold.collect.models import TrialResult
     from unscaffold.iojson import load_model
     from unscaffold.llm.types import assistant_calls, command_of
     from unscaffold.minimal_harness.trajectory import Trajectory
+    from unscaffold.run.models import TrialResult
 
     rewards: dict[str, dict[str, list[float]]] = {}
     transcripts: dict[str, dict[str, str]] = {}

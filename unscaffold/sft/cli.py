@@ -80,7 +80,7 @@ def train_sft_command(settings: TrainConfig, values: dict[str, Any]) -> None:
     data, out, resume = values["data"], values["out"], values["resume"]
     try:
         if not values["no_preflight"] and not resume:
-            from unscaffold.collect.preflight import check_training
+            from unscaffold.preflight import check_training
 
             check_training(settings.model)
         from unscaffold.sft.train import train_sft, world  # torch and TRL: after the checks, which need neither

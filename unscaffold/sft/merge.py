@@ -16,7 +16,7 @@ def merge_adapter(adapter: Path, out: Path, base: str | None = None) -> Path:
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from unscaffold.llm.tiny import resolve_model_path
+    from unscaffold.offline.tiny import resolve_model_path
 
     adapter, out = Path(adapter), Path(out)
     if out.exists() and any(out.iterdir()):

@@ -148,7 +148,7 @@ def _check_same_run(out: Path, config: TrainConfig) -> None:
 def load_tokenizer(model: str) -> Any:
     from transformers import AutoTokenizer
 
-    from unscaffold.llm.tiny import resolve_model_path
+    from unscaffold.offline.tiny import resolve_model_path
 
     path = resolve_model_path(model)
     if path.startswith(("/", ".", "~")) and not Path(path).expanduser().is_dir():
@@ -168,7 +168,7 @@ def train_sft(data: Path, out: Path, config: TrainConfig, *, resume: bool = Fals
     from transformers import AutoModelForCausalLM
     from trl import SFTConfig
 
-    from unscaffold.llm.tiny import resolve_model_path
+    from unscaffold.offline.tiny import resolve_model_path
 
     out = Path(out)
     clock = Clock()

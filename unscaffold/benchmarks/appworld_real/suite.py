@@ -20,15 +20,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from unscaffold.benchmarks.appworld_lite.apis import SOCKET_FILE, STATE_DIR, ApiError, SocketTransport
-from unscaffold.benchmarks.appworld_lite.metrics import goal_completion
-from unscaffold.benchmarks.appworld_lite.opening import APPWORLD_DEMO, build_opening
-from unscaffold.benchmarks.appworld_lite.prompt import task_message
 from unscaffold.benchmarks.base import APP_WORLD_OUTPUT_CUT, Score, Suite, Task
 from unscaffold.errors import InputError
 from unscaffold.llm.types import Message
 from unscaffold.minimal_harness.sandbox.base import Sandbox, SandboxConfig, SandboxKind
 from unscaffold.minimal_harness.trajectory import Trajectory
+from unscaffold.offline.appworld_lite.apis import SOCKET_FILE, STATE_DIR, ApiError, SocketTransport
+from unscaffold.offline.appworld_lite.metrics import goal_completion
+from unscaffold.offline.appworld_lite.opening import APPWORLD_DEMO, build_opening
+from unscaffold.offline.appworld_lite.prompt import task_message
 
 HERE = Path(__file__).resolve().parent
 LITE = HERE.parent / "appworld_lite"

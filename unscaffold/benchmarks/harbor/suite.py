@@ -6,7 +6,6 @@ import shlex
 from pathlib import Path
 
 from unscaffold.benchmarks.base import Score, Suite, Task
-from unscaffold.benchmarks.harbor.dockerfile import LocalPlan, apply_copies, host_like, local_plan, read_task_text
 from unscaffold.benchmarks.harbor.reward import read_reward
 from unscaffold.benchmarks.harbor.task_folder import HarborTask, find_tasks, refusal
 from unscaffold.errors import EnvironmentBroken, InputError
@@ -14,6 +13,7 @@ from unscaffold.iojson import write_text_atomic
 from unscaffold.minimal_harness.sandbox.base import Mount, Sandbox, SandboxConfig, SandboxKind
 from unscaffold.minimal_harness.trajectory import Trajectory
 from unscaffold.nofollow import RefusedPath, copy_in
+from unscaffold.offline.dockerfile import LocalPlan, apply_copies, host_like, local_plan, read_task_text
 from unscaffold.outcomes import Outcome
 from unscaffold.untrusted import clear_folder
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from unscaffold.benchmarks.harbor.dockerfile import final_workdir, instructions, read_task_text
 from unscaffold.errors import InputError
 from unscaffold.iojson import validation_error
 from unscaffold.nofollow import RefusedPath, check_tree
+from unscaffold.offline.dockerfile import final_workdir, instructions, read_task_text
 
 DEFAULT_WORKDIR = "/app"
 

@@ -1,1 +1,0 @@
-"""Running many trials (concurrent, resumable) and turning runs into training data."""
