@@ -77,7 +77,8 @@ def decode(value: Any) -> Any:
     (kind, raw), = value.items()
     if kind == "timedelta":
         return dt.timedelta(seconds=raw)
-    return {"datetime": dt.datetime, "date": dt.date, "time": dt.time}[kind].fromisoformat(raw)
+    kinds: dict[str, type[dt.date] | type[dt.time]] = {"datetime": dt.datetime, "date": dt.date, "time": dt.time}
+    return kinds[kind].fromisoformat(raw)
 
 
 def sheet_key(name: str) -> str:
