@@ -59,7 +59,7 @@ class ModelOption:
             return list[str] | None
         if self.text:
             return str | None
-        kind = self.field.annotation
+        kind: Any = self.field.annotation  # any type form: a class, a union, list[...], Literal[...]
         args = [a for a in typing.get_args(kind) if a is not type(None)]
         if typing.get_origin(kind) in (typing.Union, types.UnionType) and len(args) == 1:
             kind = args[0]

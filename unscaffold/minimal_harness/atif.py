@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
@@ -16,7 +16,7 @@ from unscaffold.llm.types import ChatToolCall, Usage
 from unscaffold.minimal_harness.trajectory import StepRecord, Trajectory
 from unscaffold.strict import Strict
 
-SCHEMA_VERSION = "ATIF-v1.7"
+SCHEMA_VERSION: Final = "ATIF-v1.7"
 AGENT_NAME = "unscaffold-minimal"
 ATIF_FILENAME = "trajectory.atif.json"
 

@@ -140,8 +140,8 @@ class HarnessEnvironment:
             self._format_errors = 0
             observations = [harness.run_call(parsed[0], self._sandbox, self.context.command_timeout_s,
                                              self._transcript).observation(self.context.suite.output_cut_chars)]
-        for call, observation in zip(parsed, observations, strict=True):
-            self._transcript.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=observation))
+        for done, observation in zip(parsed, observations, strict=True):
+            self._transcript.append(Message(role="tool", tool_call_id=done.id, name=done.name, content=observation))
         return observations
 
     def _close(self) -> None:

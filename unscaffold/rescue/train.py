@@ -492,8 +492,8 @@ def make_trainer(config: RescueTrainConfig, model_path: Path, factories: dict[st
                  tool_schemas: dict[str, list[dict[str, Any]]] | None = None, **hook: Any) -> Any:
     import torch
     from datasets import Dataset
-    from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from peft import LoraConfig, PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
     from trl import GRPOConfig
 
     from unscaffold.rescue.trl_rescue import RescueGRPOTrainer, RescueHook
@@ -514,15 +514,13 @@ def make_trainer(config: RescueTrainConfig, model_path: Path, factories: dict[st
         use_cpu=not torch.cuda.is_available(), disable_tqdm=True,
     )
     tokenizer = AutoTokenizer.from_pretrained(model_path)
-    model = AutoModelForCausalLM.from_pretrained(model_path)
+    model: PreTrainedModel | PeftModel = AutoModelForCausalLM.from_pretrained(model_path)
     from unscaffold.llm.hf_backend import quiet_after_first_load
 
     quiet_after_first_load()  # the re-anchoring runs load the checkpoint again: no second round of bars
     lora: LoraConfig | None = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, target_modules="all-linear",
                                          task_type="CAUSAL_LM")
     if config.init_adapter is not None:  # a warm start: the adapter trains on from where it was
-        from peft import PeftModel
-
         model, lora = PeftModel.from_pretrained(model, str(config.init_adapter), is_trainable=True), None
     return RescueGRPOTrainer(
         model=model, args=args, processing_class=tokenizer, train_dataset=Dataset.from_list(rows),

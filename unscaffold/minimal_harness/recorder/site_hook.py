@@ -27,6 +27,10 @@ from __future__ import annotations
 import os
 import sys
 
+TYPE_CHECKING = False  # not typing's: the recorder loads with every Python start and imports little
+if TYPE_CHECKING:
+    from types import ModuleType
+
 _CONFIG_FILE = "recorder.conf"  # lines: output folder, workspace, event cap, value cap, content cap
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # Folders whose files no behaviour rests on: the Python installation, the system's programs and
@@ -61,7 +65,7 @@ class _Recorder:
         self.content_left = MAX_CONTENT_TOTAL  # workspace files written: last reported state
         self.exit_code: int | None = None
         self.exception: str | None = None
-        self._json = None
+        self._json: ModuleType | None = None  # `json`, imported on first use
 
     # ---- writing lines ----
 
@@ -259,7 +263,7 @@ def _monotonic_ns() -> int:
 
 def _text(value: object) -> str:
     try:
-        return os.fsdecode(os.fspath(value))  # type: ignore[arg-type]
+        return os.fsdecode(value) if isinstance(value, (str, bytes, os.PathLike)) else str(value)
     except TypeError:
         return str(value)
 
