@@ -85,7 +85,7 @@ class HarnessEnvironment:
         self._transcript, self._format_errors, self._ended = [], 0, None
         return None
 
-    def execute(self, command: str):  # type: ignore[no-untyped-def]  # no return hint: no schema `return` key
+    def execute(self, command: str):  # no return hint: no schema `return` key
         return self._call("execute", {"command": command})
 
     # The docstring is the harness's own EXECUTE_TOOL, so a schema built from it (transformers'
@@ -187,7 +187,7 @@ def environment_class(context: EnvironmentContext) -> type[HarnessEnvironment]:
     return type(name, (HarnessEnvironment,), members)
 
 
-class ReplyTools(dict):  # type: ignore[type-arg]
+class ReplyTools(dict):
     """One rollout's tools as TRL's tool loop looks them up, answering as h answers a reply.
 
     TRL runs each call of a reply on its own, an unknown name as "Tool X not found" and arguments that are

@@ -253,8 +253,8 @@ def p_examples_read(view: View, p: dict[str, Any]) -> bool:
     return before_first_write(view, sorted(found))
 
 
-def _truthy_cell(node: ast.AST) -> bool:
-    tests = node.ifs if isinstance(node, ast.comprehension) else [node.test]  # type: ignore[attr-defined]
+def _truthy_cell(node: ast.If | ast.IfExp | ast.comprehension) -> bool:
+    tests = node.ifs if isinstance(node, ast.comprehension) else [node.test]
     for t in tests:
         parts = t.values if isinstance(t, ast.BoolOp) else [t]
         if any(isinstance(v, ast.Attribute) and v.attr == "value" or isinstance(v, ast.Name) for v in parts):

@@ -230,7 +230,7 @@ def written_record(path: str, max_content: int) -> dict | None:
         return None
 
 
-def file_record(f, max_content: int) -> dict:  # type: ignore[no-untyped-def]
+def file_record(f, max_content: int) -> dict:
     """The `written` fields of an open binary file. One over MAX_HASH_BYTES is not read (its `sha256` is
     empty): hashing gigabytes would cost the student's command seconds."""
     import hashlib
@@ -335,7 +335,7 @@ _WRAPS: dict[str, tuple[tuple[str, str, bool], ...]] = {
 }
 
 
-def _wrap(recorder: _Recorder, fn, name: str, method: bool, module_file: str | None):  # type: ignore[no-untyped-def]
+def _wrap(recorder: _Recorder, fn, name: str, method: bool, module_file: str | None):
     """`fn` recording its calls, and otherwise out of sight: an exception leaves without the wrapper's frame
     in its traceback (a bare `raise` adds none), and `warnings` skips the frame when it counts `stacklevel`
     (its file name marks it internal) - or, for a library that finds its caller by file (pandas), the frame
@@ -344,7 +344,7 @@ def _wrap(recorder: _Recorder, fn, name: str, method: bool, module_file: str | N
 
     appworld = name == "appworld"
 
-    def recorded(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def recorded(*args, **kwargs):
         if recorder.busy or recorder.depth:
             try:
                 return fn(*args, **kwargs)
@@ -386,7 +386,7 @@ def _note_call(recorder: _Recorder, name: str, appworld: bool, method: bool, arg
         recorder.busy = False
 
 
-def _patch(recorder: _Recorder, module) -> None:  # type: ignore[no-untyped-def]
+def _patch(recorder: _Recorder, module) -> None:
     for attribute, name, method in _WRAPS.get(module.__name__, ()):
         owner, _, attr = attribute.rpartition(".")
         target = getattr(module, owner, None) if owner else module
@@ -407,7 +407,7 @@ class _PostImport:
     def __init__(self, recorder: _Recorder) -> None:
         self.recorder = recorder
 
-    def find_spec(self, name, path=None, target=None):  # type: ignore[no-untyped-def]
+    def find_spec(self, name, path=None, target=None):
         if name not in _WRAPS:
             return None
         for finder in sys.meta_path:
@@ -420,7 +420,7 @@ class _PostImport:
             run = getattr(loader, "exec_module", None)
             if run is None:
                 return spec
-            def exec_and_wrap(module, run=run, recorder=self.recorder):  # type: ignore[no-untyped-def]
+            def exec_and_wrap(module, run=run, recorder=self.recorder):
                 run(module)
                 _patch(recorder, module)
 
@@ -450,14 +450,14 @@ def _install(recorder: _Recorder) -> None:
 
     previous_excepthook = sys.excepthook
 
-    def excepthook(kind, value, tb):  # type: ignore[no-untyped-def]
+    def excepthook(kind, value, tb):
         recorder.exception = f"{kind.__name__}: {value}"
         previous_excepthook(kind, value, tb)
 
     sys.excepthook = excepthook
     real_exit = sys.exit
 
-    def exit(status=None):  # type: ignore[no-untyped-def]
+    def exit(status=None):
         recorder.exit_code = _status(status)
         real_exit(status)
 
@@ -485,8 +485,8 @@ def _status(status: object) -> int:
 
 
 def _quitter(base: type, recorder: _Recorder) -> type:
-    class Quitter(base):  # type: ignore[valid-type, misc]
-        def __call__(self, code=None):  # type: ignore[no-untyped-def]
+    class Quitter(base):
+        def __call__(self, code=None):
             recorder.exit_code = _status(code)
             return super().__call__(code)
 
