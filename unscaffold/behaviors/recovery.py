@@ -180,7 +180,7 @@ def behaviours(detectors: dict[str, DetectorSpec]) -> dict[str, list[str]]:
 
 def without_completed_trial(run: RunRecord) -> set[str]:
     return {task for task, trials in run.by_task.items()
-            if not any(completed(t) and (run.trial_dir(t.trial_id) / "trajectory.json").exists()
+            if not any(completed(t) and run.trial_folder(t.trial_id).trajectory.exists()
                        for t in trials)}
 
 
