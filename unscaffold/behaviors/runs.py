@@ -26,11 +26,11 @@ class RunRecord(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
     path: Path
     config: RunConfig
-    raw_config: dict[str, Any] = Field(description="config.json as written, with fields newer than RunConfig")
+    raw_config: dict[str, Any] = Field(description=f"{RunFolder.CONFIG} as written, with fields newer than RunConfig")
     results: RunResults
     trials: list[TrialResult]
     trial_dirs: dict[str, Path] = Field(default_factory=dict, description="trial id -> its folder (a routed run "
-                                        "keeps its trials in by-harness/NAME/trials)")
+                                        f"keeps its trials in {RunFolder.BY_HARNESS}/NAME/{RunFolder.TRIALS})")
 
     @property
     def name(self) -> str:
