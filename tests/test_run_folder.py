@@ -43,9 +43,10 @@ def test_paths_are_the_documented_layout(tmp_path: Path) -> None:
     folder = RunFolder(str(tmp_path))
     assert folder == RunFolder(tmp_path) and folder.root == tmp_path
     assert [folder.config, folder.results, folder.events, folder.knowledge, folder.routing, folder.report,
-            folder.trials_dir, folder.pool_dir] == [
+            folder.trials_dir, folder.pool_dir, folder.probe_dir] == [
         tmp_path / "config.json", tmp_path / "results.json", tmp_path / "events.jsonl", tmp_path / "knowledge.json",
-        tmp_path / "routing.json", tmp_path / "report.html", tmp_path / "trials", tmp_path / "pool"]
+        tmp_path / "routing.json", tmp_path / "report.html", tmp_path / "trials", tmp_path / "pool",
+        tmp_path / ".probe"]
     trial = folder.trial("rxn-001__2")
     assert trial == TrialFolder(tmp_path / "trials" / "rxn-001__2") and trial.id == "rxn-001__2"
     assert [trial.result, trial.trajectory, trial.reviews, trial.evidence, trial.atif] == [
@@ -55,7 +56,7 @@ def test_paths_are_the_documented_layout(tmp_path: Path) -> None:
     assert RunFolder.FILES == ("config.json", "results.json", "events.jsonl", "knowledge.json", "routing.json",
                                "report.html", "result.json", "trajectory.json", "reviews.jsonl", "evidence.jsonl",
                                "trajectory.atif.json")
-    assert RunFolder.FOLDERS == ("trials", "by-harness", "pool")
+    assert RunFolder.FOLDERS == ("trials", "by-harness", "pool", ".probe")
 
 
 def test_config_and_results_are_written_as_before(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ names, so the layout can be read and changed here alone:
     RUN/routing.json      a routed run's rankings; its parts are run folders under by-harness/NAME,
                           the pool it routes over is materialised under pool/
     RUN/report.html       `unscaffold report`'s default page
+    RUN/.probe/           a workspace the local sandbox is tried in before the trials start, then removed
     RUN/trials/ID/        one folder per trial: result.json (its `TrialResult`, written last: the
                           trial's commit point), trajectory.json, reviews.jsonl, evidence.jsonl and
                           trajectory.atif.json (`export-atif`); the suite may add its own files there."""
@@ -98,8 +99,9 @@ class RunFolder:
     TRIALS: ClassVar[str] = "trials"
     BY_HARNESS: ClassVar[str] = "by-harness"
     POOL: ClassVar[str] = "pool"
+    PROBE: ClassVar[str] = ".probe"
     FILES: ClassVar[tuple[str, ...]] = (CONFIG, RESULTS, EVENTS, KNOWLEDGE, ROUTING, REPORT, *TrialFolder.NAMES)
-    FOLDERS: ClassVar[tuple[str, ...]] = (TRIALS, BY_HARNESS, POOL)
+    FOLDERS: ClassVar[tuple[str, ...]] = (TRIALS, BY_HARNESS, POOL, PROBE)
 
     def __init__(self, root: Path | str) -> None:
         object.__setattr__(self, "root", Path(root))
@@ -136,6 +138,11 @@ class RunFolder:
     def pool_dir(self) -> Path:
         """Where a routed run materialises the pool it routes over."""
         return self.root / self.POOL
+
+    @property
+    def probe_dir(self) -> Path:
+        """A scratch workspace the sandbox is tried in before any trial starts."""
+        return self.root / self.PROBE
 
     def trial(self, trial_id: str) -> TrialFolder:
         return TrialFolder(self.trials_dir / trial_id)

@@ -94,7 +94,7 @@ def probe_sandbox(config: RunConfig) -> str:
     """Fail the whole run early (one line) when the sandbox cannot start, instead of every trial."""
     if config.sandbox.kind != "local":
         return config.sandbox.kind
-    probe = config.out / ".probe"
+    probe = RunFolder(config.out).probe_dir
     sandbox = open_sandbox(SandboxConfig(kind="local", workspace=probe))
     try:
         return sandbox.isolation
