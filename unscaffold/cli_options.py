@@ -70,7 +70,7 @@ class ModelOption:
     def default(self) -> Any:
         """The field's default as the command line spells it (a comma-separated list as text)."""
         value = self.field.get_default(call_default_factory=True)
-        if value is PydanticUndefined:
+        if value is PydanticUndefined or value == {}:  # an empty table (`--trl`): nothing given
             return None
         if isinstance(value, list) and not self.repeat:
             return ",".join(map(str, value)) or None
