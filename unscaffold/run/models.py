@@ -26,7 +26,6 @@ from unscaffold.outcomes import Outcome
 from unscaffold.reviewer.hook import ReviewCounts
 
 DEFAULT_REPLACE_BUDGET = 5  # REPLACE decisions a reviewer may make per trial
-KNOWLEDGE_RECORD = "knowledge.json"  # written by a run that loaded K: where it was
 
 
 class RunConfig(BaseModel):
