@@ -93,7 +93,7 @@ def ring_systems(mol: Chem.Mol) -> list[tuple[str, Chem.Mol]]:
             ring |= s
         systems.append(ring)
     params = Chem.AdjustQueryParameters.NoAdjustments()
-    params.makeBondsGeneric = True  # type: ignore[assignment]  # the RDKit stub types this flag as its owner
+    params.makeBondsGeneric = True  # type: ignore[assignment]  # RDKit's stub declares the setter as `(*args)`
     out = []
     for atoms in systems:
         text = Chem.MolFragmentToSmiles(mol, atomsToUse=sorted(atoms), canonical=True)
