@@ -68,7 +68,7 @@ def run_command(config: RunConfig, values: dict[str, Any]) -> None:
             from unscaffold.preflight import check_run
 
             check_run(config.student, config.reviewer, config.sandbox.kind, config.executor)
-        if config.harness.startswith("route:"):
+        if config.harness.kind == "route":
             return print_routed(config)
         if config.router or config.router_validation:
             raise UnscaffoldError("--router: routing needs --harness route:POOL")

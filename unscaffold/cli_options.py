@@ -28,6 +28,7 @@ from unscaffold.cli_exit import fail
 from unscaffold.config_file import read_config_file, unknown_key
 from unscaffold.errors import InputError, UnscaffoldError
 from unscaffold.preflight import NO_PREFLIGHT_HELP
+from unscaffold.specs.base import Spec
 
 CONFIG_FLAG = "--config"
 SETTINGS_MODEL = "settings_model"  # the attribute naming a generated command's model (tests walk the app by it)
@@ -38,8 +39,9 @@ def _extra(field: FieldInfo) -> dict[str, Any]:
 
 
 def _nested_model(field: FieldInfo) -> type[BaseModel] | None:
+    """A section of settings whose fields are options; a spec (`--student`, ...) is one option, as text."""
     kind = field.annotation
-    return kind if isinstance(kind, type) and issubclass(kind, BaseModel) else None
+    return kind if isinstance(kind, type) and issubclass(kind, BaseModel) and not issubclass(kind, Spec) else None
 
 
 class ModelOption:
@@ -63,8 +65,8 @@ class ModelOption:
         args = [a for a in typing.get_args(kind) if a is not type(None)]
         if typing.get_origin(kind) in (typing.Union, types.UnionType) and len(args) == 1:
             kind = args[0]
-        if typing.get_origin(kind) in (list, typing.Literal):  # the model checks the value: one-line errors
-            kind = str
+        if typing.get_origin(kind) in (list, typing.Literal) or (isinstance(kind, type) and issubclass(kind, Spec)):
+            kind = str  # the model checks the value (a spec parses its text): one-line errors
         return kind | None
 
     def default(self) -> Any:
@@ -74,7 +76,7 @@ class ModelOption:
             return None
         if isinstance(value, list) and not self.repeat:
             return ",".join(map(str, value)) or None
-        return value
+        return str(value) if isinstance(value, Spec) else value
 
     def help(self) -> str | None:
         """The field's description, then its bounds in words (pydantic checks them; the help says them)."""

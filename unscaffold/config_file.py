@@ -16,7 +16,10 @@ CONFIG_FORMATS = {".toml": "TOML", ".yaml": "YAML", ".yml": "YAML"}
 
 
 def _nested_model(kind: Any) -> type[BaseModel] | None:
-    return kind if isinstance(kind, type) and issubclass(kind, BaseModel) else None
+    """A section of settings; a spec (`--student`, ...) is one value, its fields checked by the spec."""
+    from unscaffold.specs.base import Spec
+
+    return kind if isinstance(kind, type) and issubclass(kind, BaseModel) and not issubclass(kind, Spec) else None
 
 
 def _underscored(tree: Any) -> Any:

@@ -15,6 +15,7 @@ from unscaffold.iojson import write_json_atomic
 from unscaffold.rescue.pool import BASE, Pool
 from unscaffold.rescue.routers import Router, TaskView
 from unscaffold.rescue.settings import default_router
+from unscaffold.specs.harness import SHIPPED, HarnessSpec
 
 
 def route_tasks(router: Router, tasks: list[TaskView]) -> dict[str, list[str]]:
@@ -43,18 +44,17 @@ def run_routed(config: Any, pool: Pool, router: Router, progress: Any = None) ->
         for harness, ids in sorted(groups.items()):
             sub = config.model_copy(update={
                 "out": config.out / "by-harness" / harness, "task_ids": ids,
-                "harness": pool.spec.base if harness == BASE else str(pool.banks[harness])})
+                "harness": HarnessSpec.parse(pool.spec.base if harness == BASE else str(pool.banks[harness]),
+                                             flag=f"{pool.path}: base")})
             run_suite(sub, progress=progress)
             results += [load_model(p, TrialResult) for p in sorted((sub.out / "trials").glob("*/result.json"))]
-        routed = config.model_copy(update={"harness": f"route:{pool.path}"})
+        routed = config.model_copy(update={"harness": HarnessSpec(kind="route", path=str(pool.path))})
         summary = aggregate(suite, routed, tasks, results, wall_time_s=time.monotonic() - t0).model_dump(mode="json")
         summary.update(router=router.name, harness_per_task=chosen)
         write_json_atomic(config.out / "routing.json", {"router": router.name, "rankings": rankings})
         write_json_atomic(Path(config.out) / "results.json", summary)
         return summary
 
-
-ROUTE_PREFIX = "route:"
 
 
 def run_route_spec(config: Any) -> dict[str, Any]:
@@ -64,8 +64,8 @@ def run_route_spec(config: Any) -> dict[str, Any]:
     from unscaffold.rescue.router_loader import load_router
     from unscaffold.rescue.validation import load_table
 
-    spec = config.harness[len(ROUTE_PREFIX):]
-    pool_path = shipped_pool(config.suite) if spec in ("", "shipped") else Path(spec)
+    spec = config.harness.path
+    pool_path = shipped_pool(config.suite) if spec == SHIPPED else Path(spec)
     loaded = materialise(load_pool(pool_path), Path(config.out) / "pool")
     table = load_table(config.router_validation) if config.router_validation else None
     router = load_router(default_router(config.router, config.router_validation), loaded.names, table)
