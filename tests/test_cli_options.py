@@ -24,6 +24,7 @@ from unscaffold.cli_options import (
 )
 from unscaffold.config_file import read_config_file
 from unscaffold.errors import InputError
+from unscaffold.specs import ModelSpec, Spec
 
 # Options that say how to run a command, not what it computes, so no settings model holds them.
 NOT_SETTINGS = {"no_preflight", "resume", "config_file", "help"}
@@ -76,6 +77,8 @@ def test_each_option_default_is_its_field_default(name: str) -> None:
         else:
             if isinstance(field_default, list):  # as comma-separated text
                 field_default = ",".join(field_default) or None
+            if isinstance(field_default, Spec):  # as its text
+                field_default = str(field_default)
             assert param.default == field_default, (name, param.opts)
         assert param.help == option.help() and param.help.startswith(option.field.description), (name, param.opts)
         assert option.flag.split("/")[0] in param.opts
@@ -103,9 +106,9 @@ def _settable(model: type[BaseModel]) -> tuple[ModelOption, Any, Any, list[str]]
 
 
 def _required(model: type[BaseModel], arguments: set[str]) -> dict[str, Any]:
-    """A value for each required setting, so that the model validates."""
-    return {name: ["x"] if "list" in str(f.annotation) else "x" for name, f in model.model_fields.items()
-            if f.is_required() and name not in arguments}
+    """A value for each required setting, so that the model validates (a model spec's text: a replay)."""
+    return {name: ["x"] if "list" in str(f.annotation) else "replay:x" if f.annotation is ModelSpec else "x"
+            for name, f in model.model_fields.items() if f.is_required() and name not in arguments}
 
 
 def _write(path: Path, tree: dict[str, Any]) -> Path:

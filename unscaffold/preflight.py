@@ -209,16 +209,18 @@ def model_path_problem(path: str, where: str) -> str | None:
     can be fetched now."""
     from unscaffold.errors import InputError
     from unscaffold.llm import smollm
-    from unscaffold.offline.tiny import available_templates, is_built_in
+    from unscaffold.offline.tiny import available_templates
+    from unscaffold.specs import WeightsSpec
 
-    if path == smollm.NAME:
+    weights = WeightsSpec.parse(path, flag=where)
+    if weights.kind == "smollm":
         try:
             smollm.gguf_file()
         except InputError as e:
             return f"{where}: {e}"
         return None
-    if is_built_in(path):
-        template = path.partition(":")[2]
+    if weights.kind == "tiny":
+        template = weights.template
         known = available_templates()
         if template and template not in known:
             shown = ", ".join(t for t in known if t.startswith("qwen") and not t.endswith("_training"))

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from unscaffold.flags import Concurrency, DataFolder, SplitFile, TaskIds, Trials, flag
 from unscaffold.minimal_harness.sandbox.base import SandboxChoice
+from unscaffold.specs import ModelSpec, read_as
 
 PoolFile = Annotated[Path | None, Field(description="pool.toml (default: the suite's shipped pool).",
                                         json_schema_extra=flag("--pool"))]
@@ -31,7 +32,8 @@ class RouteConfig(BaseModel):
     the router ranks first."""
 
     suite: str = Field(description="Suite to run.")
-    student: str = Field(description="Model spec or `oracle`.", json_schema_extra=flag("--student"))
+    student: Annotated[ModelSpec, read_as(ModelSpec, "--student", oracle=True)] = Field(
+        description="Model spec or `oracle`.", json_schema_extra=flag("--student"))
     out: Path = Field(description="Run folder: results.json, routing.json, by-harness/NAME runs.",
                       json_schema_extra=flag("--out"))
     pool: PoolFile = None
