@@ -260,7 +260,7 @@ def test_base_image_option_pairs() -> None:
     result = CliRunner().invoke(app, ["run", "harbor", "--student", "oracle", "--out", "/nonexistent/run",
                                       "--sandbox", "docker", "--base-image", "ubuntu:24.04"])
     assert result.exit_code == 2
-    assert result.output == "error: --base-image: Value error, 'ubuntu:24.04' is not IMAGE=LOCAL_IMAGE\n"
+    assert result.output == "error: --base-image: 'ubuntu:24.04' is not IMAGE=LOCAL_IMAGE\n"
 
 
 class ImportingAPI:
