@@ -228,3 +228,16 @@ def test_a_run_writes_typed_specs_and_resumes_an_earlier_text_config(tmp_path: P
 def test_sampling_settings_are_a_model_specs_own() -> None:
     spec = ModelSpec.parse("openai:m?temperature=0")
     assert spec.sampling == Sampling(temperature=0.0) and str(spec) == "openai:m?temperature=0"
+
+
+def test_a_bad_spec_in_a_config_file_names_the_file_and_key(tmp_path: Path) -> None:
+    settings = tmp_path / "run.toml"
+    settings.write_text('student = "oracle"\nexecutor = "dask"\n')
+    assert invoke("run", "harbor", "--config", str(settings), "--out", str(tmp_path / "run")) == (
+        2, f"error: {settings}: executor: unknown executor 'dask'; expected local, ray or ray:ADDRESS (e.g. ray:auto, "
+        "ray://HOST:10001), optionally ?cpus=N&memory=SIZE\n")
+    settings.write_text('student = {kind = "hf", target = "tiny", adapter = "runs/sft"}\n')
+    assert invoke("run", "harbor", "--config", str(settings), "--executor", "ray:", "--out",
+                  str(tmp_path / "run")) == (2, "error: --executor: unknown executor 'ray:'; expected local, ray or "
+                                                "ray:ADDRESS (e.g. ray:auto, ray://HOST:10001), optionally "
+                                                "?cpus=N&memory=SIZE\n")

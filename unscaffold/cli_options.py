@@ -134,6 +134,11 @@ def build_settings(model: type[BaseModel], ctx: click.Context, given: dict[str, 
     data.update(fixed)
     try:
         return model.model_validate(data)
+    except InputError as e:  # a spec's own one line names its flag: the file's key where the file gave it
+        path = next((o.path for o in options if o.flag == e.source and o.path not in from_flags), None)
+        if config_file and path in _paths(from_file):
+            raise InputError(f"{config_file}: {path}", e.field, e.problem) from None
+        raise
     except ValidationError as e:
         error = e.errors()[0]
         loc = [str(part) for part in error["loc"]]

@@ -8,10 +8,11 @@ from pathlib import Path
 from unscaffold.errors import InputError
 from unscaffold.rescue.routers import ROUTERS, RandomRouter, Router, RuleRouter
 from unscaffold.rescue.validation import ValidationTable
+from unscaffold.specs import ModelSpec
 
 
 def load_router(name: str, siblings: list[str], table: ValidationTable | None, seed: int = 0,
-                profilers: list[str] | None = None, voters: list[str] | None = None) -> Router:
+                profilers: list[ModelSpec] | None = None, voters: list[ModelSpec] | None = None) -> Router:
     """A router by name, or the trained one a `rescue train` left (NAME is then the path of its router.json)."""
     if name.endswith(".json"):
         from unscaffold.rescue.router_state import load_router_state

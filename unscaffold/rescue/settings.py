@@ -16,10 +16,12 @@ PoolFile = Annotated[Path | None, Field(description="pool.toml (default: the sui
                                         json_schema_extra=flag("--pool"))]
 ValidationTable = Annotated[Path | None, Field(description="Validation table JSON (rule, adaptive).",
                                                json_schema_extra=flag("--validation"))]
-Profilers = Annotated[list[str], Field(default_factory=list, description="Model spec writing adaptive profiles "
-                                       "(repeat).", json_schema_extra=flag("--profiler", repeat=True))]
-Voters = Annotated[list[str], Field(default_factory=list, description="Model spec voting (repeat; default: the "
-                                    "profilers).", json_schema_extra=flag("--voter", repeat=True))]
+Profilers = Annotated[list[Annotated[ModelSpec, read_as(ModelSpec, "--profiler")]], Field(
+    default_factory=list, description="Model spec writing adaptive profiles (repeat).",
+    json_schema_extra=flag("--profiler", repeat=True))]
+Voters = Annotated[list[Annotated[ModelSpec, read_as(ModelSpec, "--voter")]], Field(
+    default_factory=list, description="Model spec voting (repeat; default: the profilers).",
+    json_schema_extra=flag("--voter", repeat=True))]
 
 
 def default_router(router: str | None, validation: Path | None) -> str:
