@@ -27,7 +27,6 @@ from unscaffold.reviewer.hook import ReviewCounts
 from unscaffold.specs import ExecutorSpec, HarnessSpec, ModelSpec, ReviewerSpec, read_as
 
 DEFAULT_REPLACE_BUDGET = 5  # REPLACE decisions a reviewer may make per trial
-KNOWLEDGE_RECORD = "knowledge.json"  # written by a run that loaded K: where it was
 
 
 class RunConfig(BaseModel):
