@@ -241,3 +241,25 @@ def test_a_bad_spec_in_a_config_file_names_the_file_and_key(tmp_path: Path) -> N
                   str(tmp_path / "run")) == (2, "error: --executor: unknown executor 'ray:'; expected local, ray or "
                                                 "ray:ADDRESS (e.g. ray:auto, ray://HOST:10001), optionally "
                                                 "?cpus=N&memory=SIZE\n")
+
+
+@pytest.mark.parametrize("argv", [
+    ["demo", "--hstar-student", "gpt-5"],
+    ["evolve", "harbor", "--student", "oracle", "--editor", "gpt-5", "--base", "b", "--out", "ev"],
+    ["rescue", "route", "harbor", "--student", "oracle", "--voter", "gpt-5", "--out", "rr"],
+    ["reproduce", "harness-zero", "--suite", "retrosynthesis", "--student", "gpt-5", "--dry-run"],
+])
+def test_every_command_parses_its_model_specs_first(argv: list[str], tmp_path: Path) -> None:
+    flag = argv[argv.index("gpt-5") - 1]
+    assert invoke(*argv) == (2, f"error: {flag}: unknown model spec 'gpt-5'; {MODEL_USAGE}\n")
+
+
+def test_the_demo_runs_its_shipped_specs_as_before() -> None:
+    from unscaffold.demo import REPLAYS, DemoConfig
+
+    config = DemoConfig()
+    assert config.shipped()
+    assert (str(config.student), str(config.hstar_student), str(config.reviewer)) == (
+        f"replay:{REPLAYS / 'demo_student_h.json'}", f"replay:{REPLAYS / 'demo_student_hstar.json'}",
+        f"replay:{REPLAYS / 'demo_reviewer.json'}")
+    assert not DemoConfig(student=f"replay:{REPLAYS / 'demo_reviewer.json'}").shipped()
