@@ -249,7 +249,7 @@ def test_a_bad_spec_in_a_config_file_names_the_file_and_key(tmp_path: Path) -> N
     ["rescue", "route", "harbor", "--student", "oracle", "--voter", "gpt-5", "--out", "rr"],
     ["reproduce", "harness-zero", "--suite", "retrosynthesis", "--student", "gpt-5", "--dry-run"],
 ])
-def test_every_command_parses_its_model_specs_first(argv: list[str], tmp_path: Path) -> None:
+def test_every_command_parses_its_model_specs_first(argv: list[str]) -> None:
     flag = argv[argv.index("gpt-5") - 1]
     assert invoke(*argv) == (2, f"error: {flag}: unknown model spec 'gpt-5'; {MODEL_USAGE}\n")
 
@@ -263,3 +263,16 @@ def test_the_demo_runs_its_shipped_specs_as_before() -> None:
         f"replay:{REPLAYS / 'demo_student_h.json'}", f"replay:{REPLAYS / 'demo_student_hstar.json'}",
         f"replay:{REPLAYS / 'demo_reviewer.json'}")
     assert not DemoConfig(student=f"replay:{REPLAYS / 'demo_reviewer.json'}").shipped()
+
+
+def test_the_weights_options_are_typed() -> None:
+    from unscaffold.command_settings import InspectSftSettings, MergeSettings
+    from unscaffold.offline.tiny import is_built_in
+
+    assert InspectSftSettings.model_validate({"data": "d.jsonl", "model": "tiny:qwen3"}).model == WeightsSpec(
+        kind="tiny", name="tiny", template="qwen3")
+    assert MergeSettings.model_validate({"adapter": "a", "out": "o", "base": "Qwen/Qwen3-8B"}).base == WeightsSpec(
+        kind="path", name="Qwen/Qwen3-8B")
+    assert [is_built_in(name) for name in ("tiny", "tiny-wide:qwen3", "smollm2-135m", "tiny2", "./tiny")] == [
+        True, True, True, False, False]
+    assert ModelSpec.parse("hf:tiny-qwen3.5+runs/a").weights == WeightsSpec(kind="tiny", name="tiny-qwen3.5")
