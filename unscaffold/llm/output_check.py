@@ -19,7 +19,7 @@ from unscaffold.llm.types import AssistantResponse
 def response_problem(response: AssistantResponse) -> str | None:
     """The format error of a reply whose text cannot be encoded or whose tool arguments nest too deep,
     one line for the model to read; None when the reply can be kept as it is."""
-    fields = [("the reply text", response.content), ("the reasoning", response.reasoning)]
+    fields: list[tuple[str, object]] = [("the reply text", response.content), ("the reasoning", response.reasoning)]
     for call in response.tool_calls:
         fields += [("the tool name", call.name), ("the tool arguments", call.raw_arguments)]
     fields += [("the tool arguments", call.arguments) for call in response.tool_calls]
