@@ -360,8 +360,9 @@ def behaviors_command(s: BehaviorsSettings, values: dict[str, Any]) -> None:
                   for group in groups]
     except UnscaffoldError as e:
         fail(e)
-    result: RecoveryTable | PooledRecovery = tables[0] if len(tables) == 1 else pooled(tables)
-    show = (lambda: print_recovery(tables[0])) if len(tables) == 1 else (lambda: print_pooled(result))
+    several = pooled(tables) if len(tables) > 1 else None
+    result: RecoveryTable | PooledRecovery = tables[0] if several is None else several
+    show = (lambda: print_recovery(tables[0])) if several is None else (lambda: print_pooled(several))
     emit(result, lambda: recovery_page(result), out, as_json, show)
 
 

@@ -244,7 +244,8 @@ def recovery_table(base_h: RunRecord, base_hstar: RunRecord, tuned: RunRecord, *
     missing = {role: sorted(without_completed_trial(run)) for role, run in
                (("base_h", base_h), ("base_hstar", base_hstar), ("tuned", tuned))}
     excluded = set().union(*map(set, missing.values()))
-    kept, dropped = [], []
+    kept: list[BehaviorRow] = []
+    dropped: list[BehaviorRow] = []
     for component, same in behaviours(detectors).items():
         spec = detectors[component]
         eligible = sorted(shows["base_hstar"][component] - shows["base_h"][component] - excluded)

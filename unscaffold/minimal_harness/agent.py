@@ -175,9 +175,9 @@ class Agent:
         self.format_errors_in_row = 0
         call = response.tool_calls[0]
         t = time.monotonic()
-        record.command = call.arguments.get("command") if call.name == TOOL_NAME else None
+        record.command = call.arguments.get("command") if call.name == TOOL_NAME and call.arguments else None
         recording = self.evidence is not None and record.command is not None
-        if recording:
+        if recording and self.evidence is not None:
             self.evidence.begin()
         result = self.harness.run_call(call, self.sandbox, self.sandbox.config.timeout_s, self.traj.messages)
         record.exec_s, record.exit_code, record.timed_out = time.monotonic() - t, result.exit_code, result.timed_out

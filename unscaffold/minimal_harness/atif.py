@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
@@ -19,7 +19,7 @@ from unscaffold.strict import Strict
 if TYPE_CHECKING:  # the run folder is read through its object; the run layer sits above the harness
     from unscaffold.run.folder import RunFolder
 
-SCHEMA_VERSION = "ATIF-v1.7"
+SCHEMA_VERSION: Final = "ATIF-v1.7"
 AGENT_NAME = "unscaffold-minimal"
 
 log = logging.getLogger(__name__)

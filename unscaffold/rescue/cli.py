@@ -85,8 +85,8 @@ def pool_command(s: PoolSettings, values: dict[str, Any]) -> None:
     table = Table(title=f"pool {loaded.spec.name} ({loaded.spec.suite})")
     for col in ("sibling", "parent", "repairs", "bank"):
         table.add_column(col)
-    for s in loaded.spec.siblings:
-        table.add_row(s.name, s.parent, ", ".join(s.repairs), str(loaded.banks[s.name]))
+    for sib in loaded.spec.siblings:
+        table.add_row(sib.name, sib.parent, ", ".join(sib.repairs), str(loaded.banks[sib.name]))
     Console().print(table)
 
 

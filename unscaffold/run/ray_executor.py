@@ -217,7 +217,7 @@ class RayExecutor:
         self.key = f"{shipping.digest(archive)}-{shipping.digest(same_run)}"
         self.shipped = sorted(files)
         self.bundle = [ray.put(archive)]  # in a list: workers fetch it only when they first load the run
-        self.slots = None
+        self.slots: Any = None  # a SlotsActor handle: ray types an actor's methods without their `.remote`
         if config.reviewer and config.reviewer_concurrency:
             self.slots = ray.remote(SlotsActor).options(num_cpus=0, scheduling_strategy=_near_driver()).remote(
                 {REVIEWER_POOL: config.reviewer_concurrency})
