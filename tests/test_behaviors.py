@@ -555,8 +555,8 @@ def test_several_suites_need_one_run_of_each_role(tmp_path: Path) -> None:
 
 
 def test_components_sharing_a_detector_are_one_behaviour() -> None:
-    from unscaffold.behaviors.detector import DetectorSpec
     from unscaffold.behaviors.recovery import behaviours
+    from unscaffold.detector_spec import DetectorSpec
 
     pages = DetectorSpec(description="every page read", predicate="pages_read")
     detectors = {"tool:fetch_all_pages": pages, "memory:first-page-only": pages.model_copy(update={

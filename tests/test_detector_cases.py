@@ -57,8 +57,9 @@ def test_detectors_pass_their_cases(bank: str) -> None:
 def test_recorded_cases_are_decided_by_their_evidence(bank: str) -> None:
     """A case run for real is decided by what its commands were recorded doing wherever the detector has an
     evidence form; its exit statuses are the real ones (not all 0)."""
-    from unscaffold.behaviors.detector import detect_how
     from unscaffold.behaviors.predicate_table import EVIDENCE_PREDICATES
+
+    from unscaffold.behaviors.detector import detect_how
 
     detectors = load_bank(BANKS[bank]).detectors()
     cases = load_cases(BANKS[bank])
@@ -110,7 +111,7 @@ def test_a_recipe_run_is_the_tool_call_and_keeps_its_place_in_the_order() -> Non
 def test_a_predicate_detector_is_checked_when_the_bank_loads() -> None:
     from pydantic import ValidationError
 
-    from unscaffold.behaviors.detector import DetectorSpec
+    from unscaffold.detector_spec import DetectorSpec
 
     with pytest.raises(ValidationError, match="unknown predicate 'answer_checked'; known: answer_canonical_any"):
         DetectorSpec(description="d", predicate="answer_checked")
@@ -121,7 +122,7 @@ def test_a_predicate_detector_is_checked_when_the_bank_loads() -> None:
 def test_an_ordered_pattern_detector_places_the_tool_call_in_the_order() -> None:
     from unscaffold.behaviors.cases import Case, CaseFile
     from unscaffold.behaviors.cases import ToolAction as Tool
-    from unscaffold.behaviors.detector import DetectorSpec
+    from unscaffold.detector_spec import DetectorSpec
 
     spec = DetectorSpec(description="looked first", tools=["show_file"], commands=[r"\bhead\b", r">"], ordered=True)
     for steps, shows in (([Tool(tool="show_file"), "echo x > out"], True), (["echo x > out", Tool(tool="show_file")],

@@ -23,6 +23,7 @@ from unscaffold.minimal_harness.agent import AgentConfig
 from unscaffold.minimal_harness.sandbox.base import SandboxSettings
 from unscaffold.outcomes import Outcome
 from unscaffold.reviewer.hook import ReviewCounts
+from unscaffold.suites import suite_help
 
 DEFAULT_REPLACE_BUDGET = 5  # REPLACE decisions a reviewer may make per trial
 KNOWLEDGE_RECORD = "knowledge.json"  # written by a run that loaded K: where it was
@@ -34,7 +35,7 @@ class RunConfig(BaseModel):
     `--config run.toml` accepts the same names (agent and sandbox settings in their own tables).
     `config.json` of a run is this model."""
 
-    suite: str = Field(description="Suite name: harbor, spreadsheet, retrosynthesis, appworld_lite, appworld.")
+    suite: str = Field(description=suite_help())
     student: str = Field(description="Model spec or `oracle`.", json_schema_extra=flag("--student"))
     out: Path = Field(description="Run folder (re-running resumes it).", json_schema_extra=flag("--out"))
     data: DataFolder = None

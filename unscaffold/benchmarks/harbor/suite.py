@@ -23,7 +23,6 @@ VERIFIER_TAIL = 400  # characters of the verifier's output quoted in a failure's
 
 
 class HarborSuite(Suite):
-    name = "harbor"
 
     def __init__(self, data: Path | None = None) -> None:
         super().__init__(data)

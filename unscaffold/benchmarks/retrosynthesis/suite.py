@@ -41,7 +41,6 @@ def instruction(product: str, class_name: str | None) -> str:
 
 
 class RetrosynthesisSuite(Suite):
-    name = "retrosynthesis"
 
     def __init__(self, data: Path | None = None) -> None:
         super().__init__(data)
@@ -153,8 +152,3 @@ class RetrosynthesisSuite(Suite):
                 markers.add(r.reactants)
         return sorted(markers)
 
-    def bank_path(self) -> Path | None:
-        return HERE / "hstar"
-
-    def k_path(self) -> Path | None:
-        return HERE / "k"

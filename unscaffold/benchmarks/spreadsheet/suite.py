@@ -62,7 +62,6 @@ def render_instruction(task_id: str, instruction: str, instruction_type: str, an
 
 
 class SpreadsheetSuite(Suite):
-    name = "spreadsheet"
 
     def __init__(self, data: Path | None = None) -> None:
         super().__init__(data)
@@ -201,9 +200,4 @@ class SpreadsheetSuite(Suite):
                     markers.add(marker)
         return sorted(markers)
 
-    def bank_path(self) -> Path | None:
-        return HERE / "hstar"
-
-    def k_path(self) -> Path | None:
-        return HERE / "k"
 

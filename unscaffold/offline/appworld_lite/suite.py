@@ -36,7 +36,6 @@ MIN_MARKER = 4  # shorter answers (small counts) would match ordinary text in K
 
 
 class AppWorldLiteSuite(Suite):
-    name = "appworld_lite"
     openings = ("plain", "demonstration")
     output_cut_chars = APP_WORLD_OUTPUT_CUT
 
@@ -133,8 +132,3 @@ class AppWorldLiteSuite(Suite):
                 markers.add(str(answer))
         return sorted(markers)
 
-    def bank_path(self) -> Path | None:
-        return HERE / "hstar"
-
-    def k_path(self) -> Path | None:
-        return HERE / "k"

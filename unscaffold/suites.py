@@ -1,0 +1,283 @@
+"""The suite registry: a suite is a folder that declares itself in a `suite.toml`, found by looking, not listed.
+
+Built-in suites are the folders of `unscaffold/benchmarks/` and `unscaffold/offline/` that hold one; the
+folders named in `UNSCAFFOLD_SUITE_PATH` (separated by `os.pathsep`, each holding suite folders) add more.
+A suite folder is a Python package whose declaration names its parts relative to itself (the suite class,
+the detectors module, the h* bank, K, the sibling pool, the sandbox libraries), so a copy of a folder under
+another name is a suite of its own with no other edit. Nothing here imports a suite until one of its parts
+is asked for, so one suite's dependencies never slow another, and the layers that reach suites through this
+module (the behaviour detectors, the bank loader) import no suite themselves.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib
+import os
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from unscaffold.errors import InputError
+from unscaffold.iojson import load_toml_model
+
+if TYPE_CHECKING:
+    from unscaffold.benchmarks.base import Suite
+
+SUITE_FILE = "suite.toml"
+SEARCH_PATH = "UNSCAFFOLD_SUITE_PATH"
+PACKAGE = Path(__file__).resolve().parent
+BUILT_IN = (("unscaffold.benchmarks", PACKAGE / "benchmarks"), ("unscaffold.offline", PACKAGE / "offline"))
+CASES_FILE = "detector_cases.toml"  # beside a bank's manifest: the hand-written cases of its detectors
+NAME = r"^[a-z][a-z0-9_]*$"
+
+# A behaviour predicate: shows the behaviour in a trajectory's steps (a `behaviors.predicates.View`), with the
+# detector's params. Each suite's detectors module holds `PREDICATES` and, where it has evidence forms, `EVIDENCE`.
+Predicate = Callable[[Any, dict[str, Any]], bool]
+
+
+class SuiteDeclaration(BaseModel):
+    """What a suite folder's `suite.toml` says; every path and module is relative to the folder."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = Field(None, pattern=NAME, description="the suite's name (default: the folder's name)")
+    aliases: list[str] = Field(default_factory=list, description="other names that find the suite")
+    description: str = Field(min_length=1, description="one line: what the suite's tasks are and how they score")
+    suite: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
+                       description="MODULE:CLASS, the `Suite` subclass (tasks, workspace, reference, scorer)")
+    user_data: bool = Field(False, description="`--data` reads the user's own data, so split files apply")
+    detectors: str | None = Field(None, pattern=r"^[A-Za-z_][\w.]*$", description="the module holding the "
+                                  "behaviour predicates (`PREDICATES`, `EVIDENCE`) its bank's detectors name")
+    bank: str | None = Field(None, description="the h* bank folder (`--harness hstar`); its detector cases "
+                             f"are its {CASES_FILE}")
+    k: str | None = Field(None, description="the compiled K folder (the default `--knowledge`)")
+    bank_of: str | None = Field(None, description="another suite whose bank and K this one serves")
+    pool: str | None = Field(None, description="the sibling pool file (`rescue train`, `--harness route:shipped`)")
+    image: str | None = Field(None, description="the libraries its tasks import in the sandbox (pip format)")
+
+    @field_validator("bank", "k", "pool", "image")
+    @classmethod
+    def _inside(cls, value: str | None) -> str | None:
+        """A part of the folder: a relative path that stays inside it."""
+        if value is not None and (Path(value).is_absolute() or ".." in Path(value).parts):
+            raise ValueError(f"{value!r} must be a path inside the suite folder")
+        return value
+
+    @field_validator("aliases")
+    @classmethod
+    def _names(cls, value: list[str]) -> list[str]:
+        bad = [a for a in value if not re.match(NAME, a)]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not a suite name (lower case, digits, _)")
+        return value
+
+
+@dataclass(frozen=True)
+class SuiteEntry:
+    """A registered suite: its name, its folder and package, and its parts as paths."""
+
+    name: str
+    folder: Path
+    package: str
+    declaration: SuiteDeclaration
+    bank: Path | None
+    k: Path | None
+    built_in: bool
+
+    @property
+    def description(self) -> str:
+        return self.declaration.description
+
+    @property
+    def aliases(self) -> list[str]:
+        return self.declaration.aliases
+
+    @property
+    def user_data(self) -> bool:
+        return self.declaration.user_data
+
+    @property
+    def pool(self) -> Path | None:
+        return self.folder / self.declaration.pool if self.declaration.pool else None
+
+    @property
+    def image(self) -> Path | None:
+        return self.folder / self.declaration.image if self.declaration.image else None
+
+    @property
+    def cases(self) -> Path | None:
+        """The detector cases of the bank it owns (a bank it serves from another suite is that suite's)."""
+        return self.bank / CASES_FILE if self.bank is not None and self.declaration.bank else None
+
+    def module(self, relative: str) -> ModuleType:
+        """One of the suite's modules, by its name inside the folder."""
+        if not self.built_in:
+            _importable(self)
+        return importlib.import_module(f"{self.package}.{relative}")
+
+    def suite_class(self) -> type[Suite]:
+        module, _, cls = self.declaration.suite.partition(":")
+        out: type[Suite] = getattr(self.module(module), cls)
+        return out
+
+    def detectors(self) -> ModuleType | None:
+        return self.module(self.declaration.detectors) if self.declaration.detectors else None
+
+
+def _importable(entry: SuiteEntry) -> None:
+    """A suite from the search path is imported by its folder's name, from the folder's parent on `sys.path`
+    (so worker processes find its modules too); a name another module already has is refused."""
+    parent = str(entry.folder.parent)
+    if parent not in sys.path:
+        sys.path.append(parent)
+    module = sys.modules.get(entry.package) or importlib.import_module(entry.package)
+    where = Path(getattr(module, "__file__", None) or "").resolve().parent
+    if where != entry.folder:
+        raise InputError(str(entry.folder / SUITE_FILE), None, f"the package name {entry.package!r} is taken "
+                         f"by {where}; rename the suite folder")
+
+
+def _declared(folder: Path, package: str, built_in: bool) -> tuple[SuiteDeclaration, str, str]:
+    source = folder / SUITE_FILE
+    declaration = load_toml_model(source, SuiteDeclaration)
+    if not (folder / "__init__.py").is_file():
+        raise InputError(str(source), None, "a suite folder is a Python package: add an __init__.py")
+    if not built_in and not folder.name.isidentifier():
+        raise InputError(str(source), None, f"the folder name {folder.name!r} is not a Python package name")
+    return declaration, declaration.name or folder.name, package
+
+
+def search_path() -> list[Path]:
+    """The folders of suite folders beyond the built-in ones (`UNSCAFFOLD_SUITE_PATH`)."""
+    return [Path(p) for p in os.environ.get(SEARCH_PATH, "").split(os.pathsep) if p]
+
+
+@functools.cache
+def _registry(extra: tuple[Path, ...]) -> dict[str, SuiteEntry]:
+    """Every suite by its name and its aliases, built-in ones first."""
+    found: list[tuple[Path, SuiteDeclaration, str, str, bool]] = []
+    roots = [(package, root, True) for package, root in BUILT_IN] + [("", Path(p).resolve(), False) for p in extra]
+    for package, root, built_in in roots:
+        if not root.is_dir():
+            raise InputError(SEARCH_PATH, None, f"{root} is not a folder")
+        for folder in sorted(p for p in root.iterdir() if (p / SUITE_FILE).is_file()):
+            pkg = f"{package}.{folder.name}" if package else folder.name
+            declaration, name, pkg = _declared(folder, pkg, built_in)
+            found.append((folder, declaration, name, pkg, built_in))
+    names: dict[str, Path] = {}
+    for folder, declaration, name, _, _ in found:
+        for n in (name, *declaration.aliases):
+            if n in names:
+                raise InputError(str(folder / SUITE_FILE), "name", f"suite name {n!r} is also {names[n]}'s")
+            names[n] = folder
+    by_folder = {folder: (declaration, name) for folder, declaration, name, _, _ in found}
+    out: dict[str, SuiteEntry] = {}
+    for folder, declaration, name, pkg, built_in in found:
+        bank_folder, owner = folder, declaration
+        if declaration.bank_of is not None:
+            if declaration.bank_of not in names:
+                raise InputError(str(folder / SUITE_FILE), "bank_of", f"unknown suite {declaration.bank_of!r}")
+            bank_folder = names[declaration.bank_of]
+            owner = by_folder[bank_folder][0]
+        entry = SuiteEntry(name=name, folder=folder, package=pkg, declaration=declaration, built_in=built_in,
+                           bank=bank_folder / owner.bank if owner.bank else None,
+                           k=bank_folder / owner.k if owner.k else None)
+        for n in (name, *declaration.aliases):
+            out[n] = entry
+    return out
+
+
+def registry() -> dict[str, SuiteEntry]:
+    """Every suite the search path gives now, by name and alias."""
+    return _registry(tuple(search_path()))
+
+
+def entries(*, built_in_only: bool = False) -> list[SuiteEntry]:
+    """Each suite once, by name."""
+    unique = {e.name: e for e in registry().values() if e.built_in or not built_in_only}
+    return [unique[n] for n in sorted(unique)]
+
+
+def names(*, built_in_only: bool = False) -> list[str]:
+    return [e.name for e in entries(built_in_only=built_in_only)]
+
+
+def find(name: str, source: str = "SUITE", field: str | None = None) -> SuiteEntry:
+    """The suite of this name (or alias); an unknown one is one line naming the close ones and the known."""
+    known = registry()
+    if name in known:
+        return known[name]
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise InputError(source, field, f"unknown suite {name!r}{hint}; known: {', '.join(names())}")
+
+
+def suite_folder(name: str) -> Path:
+    """The folder a suite's parts live in, found without importing its suite module."""
+    return find(name).folder
+
+
+def entry_of(cls: type) -> SuiteEntry | None:
+    """The suite whose folder holds this class's module (None: a class outside every suite folder)."""
+    module = sys.modules.get(cls.__module__)
+    path = getattr(module, "__file__", None)
+    if path is None:
+        return None
+    here = Path(path).resolve()
+    return next((e for e in entries() if here.is_relative_to(e.folder)), None)
+
+
+def load_suite(name: str, data: Path | None = None, split_file: Path | None = None) -> Suite:
+    """The suite over `data`; with `split_file`, its splits are the file's (checked against the data)."""
+    entry = find(name)
+    suite = entry.suite_class()(data)
+    if split_file is not None:
+        if not entry.user_data:
+            own = ", ".join(e.name for e in entries() if e.user_data)
+            raise InputError("--split-file", None, f"suite {entry.name!r} generates its own tasks and splits; "
+                             f"split files are for real data ({own})")
+        suite.use_split_file(split_file)
+    return suite
+
+
+@functools.cache
+def _predicate_tables(extra: tuple[Path, ...]) -> tuple[dict[str, Predicate], dict[str, Predicate]]:
+    tables: tuple[dict[str, Predicate], dict[str, Predicate]] = ({}, {})
+    origins: tuple[dict[str, Path], dict[str, Path]] = ({}, {})
+    for entry in entries():
+        module = entry.detectors()
+        if module is None or module.__file__ is None:
+            continue
+        path = Path(module.__file__)
+        for field, out, origin in zip(("PREDICATES", "EVIDENCE"), tables, origins, strict=True):
+            for name, predicate in getattr(module, field, {}).items():
+                if name in out and origin[name].read_bytes() != path.read_bytes():
+                    raise InputError(str(path), field, f"predicate {name!r} is also {origin[name]}'s, with other "
+                                     "code; give it another name")
+                out.setdefault(name, predicate)
+                origin.setdefault(name, path)
+    return tables
+
+
+def predicates() -> dict[str, Predicate]:
+    """Every behaviour predicate a bank's detector may name (`predicate = "..."`), from each suite's
+    detectors module. A name two suites share is one predicate only where both modules are the same file
+    (a copied suite)."""
+    return _predicate_tables(tuple(search_path()))[0]
+
+
+def evidence_predicates() -> dict[str, Predicate]:
+    """The same behaviours judged from recorded evidence, where a suite gives an evidence form."""
+    return _predicate_tables(tuple(search_path()))[1]
+
+
+def suite_help() -> str:
+    """The suite argument's help: the built-in suites (a search path adds its own)."""
+    return f"Suite name: {', '.join(names(built_in_only=True))}, or a suite folder's on {SEARCH_PATH}."
