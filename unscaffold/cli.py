@@ -199,8 +199,8 @@ app.add_typer(image_app, name="image")
 
 
 def _image_command(suites: bool, mirror: str | None, suite: str | None) -> None:
-    from unscaffold.minimal_harness.sandbox import images
     from unscaffold.minimal_harness.sandbox.docker_sandbox import connect
+    from unscaffold.offline import images
 
     try:
         client = connect()
