@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib
+import importlib.util
 import os
 import re
 import sys
@@ -132,12 +133,24 @@ class SuiteEntry:
 
 
 def _importable(entry: SuiteEntry) -> None:
-    """A suite from the search path is imported by its folder's name, from the folder's parent on `sys.path`
-    (so worker processes find its modules too); a name another module already has is refused."""
+    """A suite from the search path is the package of its folder's name, imported from that folder; the
+    folder's parent joins `sys.path` so that worker processes find its modules by name too. A name another
+    module already has is refused."""
     parent = str(entry.folder.parent)
     if parent not in sys.path:
         sys.path.append(parent)
-    module = sys.modules.get(entry.package) or importlib.import_module(entry.package)
+    module = sys.modules.get(entry.package)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(entry.package, entry.folder / "__init__.py",
+                                                      submodule_search_locations=[str(entry.folder)])
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[entry.package] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[entry.package]
+            raise
     where = Path(getattr(module, "__file__", None) or "").resolve().parent
     if where != entry.folder:
         raise InputError(str(entry.folder / SUITE_FILE), None, f"the package name {entry.package!r} is taken "
@@ -251,7 +264,7 @@ def load_suite(name: str, data: Path | None = None, split_file: Path | None = No
 def _predicate_tables(extra: tuple[Path, ...]) -> tuple[dict[str, Predicate], dict[str, Predicate]]:
     tables: tuple[dict[str, Predicate], dict[str, Predicate]] = ({}, {})
     origins: tuple[dict[str, Path], dict[str, Path]] = ({}, {})
-    for entry in entries():
+    for entry in sorted(entries(), key=lambda e: not e.built_in):  # a built-in suite's predicate first
         module = entry.detectors()
         if module is None or module.__file__ is None:
             continue
