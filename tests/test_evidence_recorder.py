@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import call, final, needs_bwrap
+from unscaffold.benchmarks import load_suite
 from unscaffold.minimal_harness.evidence import EVIDENCE_FILE, MAX_EVENTS_PER_COMMAND, CommandEvidence, read_evidence
 from unscaffold.minimal_harness.recorder import EvidenceRecorder, append_evidence, preload
 from unscaffold.minimal_harness.recorder.site_hook import _mode
@@ -26,7 +27,6 @@ from unscaffold.minimal_harness.sandbox.base import Sandbox, SandboxKind
 from unscaffold.minimal_harness.sandbox.result import ExecResult
 from unscaffold.run.models import RunConfig
 from unscaffold.run.runner import run
-from unscaffold.suites import load_suite
 
 PRELOAD = preload.library() is not None
 needs_preload = pytest.mark.skipif(not PRELOAD, reason="no C compiler: the LD_PRELOAD recorder is not built")

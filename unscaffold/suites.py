@@ -5,8 +5,8 @@ folders named in `UNSCAFFOLD_SUITE_PATH` (separated by `os.pathsep`, each holdin
 A suite folder is a Python package whose declaration names its parts relative to itself (the suite class,
 the detectors module, the h* bank, K, the sibling pool, the sandbox libraries), so a copy of a folder under
 another name is a suite of its own with no other edit. Nothing here imports a suite until one of its parts
-is asked for, so one suite's dependencies never slow another, and the layers that reach suites through this
-module (the behaviour detectors, the bank loader) import no suite themselves.
+is asked for (`benchmarks.load_suite` builds one), so one suite's dependencies never slow another, and the
+layers that reach suites through this module (the behaviour detectors, the bank loader) import no suite.
 """
 
 from __future__ import annotations
@@ -22,15 +22,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from unscaffold.errors import InputError
 from unscaffold.iojson import load_toml_model
-
-if TYPE_CHECKING:
-    from unscaffold.benchmarks.base import Suite
 
 SUITE_FILE = "suite.toml"
 SEARCH_PATH = "UNSCAFFOLD_SUITE_PATH"
@@ -123,9 +120,12 @@ class SuiteEntry:
             _importable(self)
         return importlib.import_module(f"{self.package}.{relative}")
 
-    def suite_class(self) -> type[Suite]:
+    def suite_class(self) -> type:
+        """The class `suite` names (`benchmarks.load_suite` checks that it is a `Suite`)."""
         module, _, cls = self.declaration.suite.partition(":")
-        out: type[Suite] = getattr(self.module(module), cls)
+        out = getattr(self.module(module), cls, None)
+        if not isinstance(out, type):
+            raise InputError(str(self.folder / SUITE_FILE), "suite", f"{module} has no class {cls!r}")
         return out
 
     def detectors(self) -> ModuleType | None:
@@ -245,19 +245,6 @@ def entry_of(cls: type) -> SuiteEntry | None:
         return None
     here = Path(path).resolve()
     return next((e for e in entries() if here.is_relative_to(e.folder)), None)
-
-
-def load_suite(name: str, data: Path | None = None, split_file: Path | None = None) -> Suite:
-    """The suite over `data`; with `split_file`, its splits are the file's (checked against the data)."""
-    entry = find(name)
-    suite = entry.suite_class()(data)
-    if split_file is not None:
-        if not entry.user_data:
-            own = ", ".join(e.name for e in entries() if e.user_data)
-            raise InputError("--split-file", None, f"suite {entry.name!r} generates its own tasks and splits; "
-                             f"split files are for real data ({own})")
-        suite.use_split_file(split_file)
-    return suite
 
 
 @functools.cache

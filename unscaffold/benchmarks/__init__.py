@@ -2,6 +2,6 @@
 scorer and (where it has one) an h* bank, compiled K and sibling pool."""
 
 from unscaffold.benchmarks.base import Score, Suite, Task
-from unscaffold.suites import load_suite
+from unscaffold.benchmarks.load import load_suite
 
 __all__ = ["Score", "Suite", "Task", "load_suite"]

@@ -86,7 +86,8 @@ def example_workspace(bank: Bank) -> Iterator[Callable[[Path], AbstractContextMa
     if name is None:
         yield lambda workspace: contextlib.nullcontext()
         return
-    from unscaffold.suites import find, load_suite
+    from unscaffold.benchmarks import load_suite
+    from unscaffold.suites import find
 
     find(name, str(bank.root / "manifest.toml"), "example_suite")
     with load_suite(name) as suite:
