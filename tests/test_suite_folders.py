@@ -67,3 +67,26 @@ def test_the_bank_and_k_a_suite_serves_are_in_its_folder(name: str) -> None:
 def test_real_appworld_serves_the_app_world_bank() -> None:
     real, lite = find("appworld"), find("appworld_lite")
     assert (real.bank, real.k, real.cases) == (lite.bank, lite.k, None)
+
+
+def test_split_guesses_the_suite_from_the_marks_each_folder_declares(tmp_path: Path) -> None:
+    from unscaffold.benchmarks.splits import guess_suite
+
+    layouts = {"spreadsheet": ["dataset.json"], "retrosynthesis": ["raw_test.csv"],
+               "appworld": ["data/datasets/train.txt"], "harbor": ["t1/task.toml"]}
+    for name, files in layouts.items():
+        for file in files:
+            (tmp_path / name / file).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / name / file).write_text("")
+        assert guess_suite(tmp_path / name) == name
+    assert guess_suite(tmp_path / "retrosynthesis" / "raw_test.csv") == "retrosynthesis"
+    (tmp_path / "spreadsheet" / "extra.csv").write_text("")
+    with pytest.raises(InputError) as err:
+        guess_suite(tmp_path / "spreadsheet")
+    assert str(err.value) == (f"{tmp_path / 'spreadsheet'}: suites retrosynthesis, spreadsheet could each read this "
+                              "data; pass --suite")
+    (tmp_path / "none").mkdir()
+    with pytest.raises(InputError) as err:
+        guess_suite(tmp_path / "none")
+    assert str(err.value) == (f"{tmp_path / 'none'}: cannot tell which suite reads this data (none of data/datasets, "
+                              "task.toml, */task.toml, *.csv, dataset.json); pass --suite")

@@ -59,6 +59,8 @@ class SuiteDeclaration(BaseModel):
     bank_of: str | None = Field(None, description="another suite whose bank and K this one serves")
     pool: str | None = Field(None, description="the sibling pool file (`rescue train`, `--harness route:shipped`)")
     image: str | None = Field(None, description="the libraries its tasks import in the sandbox (pip format)")
+    data_marks: list[str] = Field(default_factory=list, description="globs whose match in a --data folder (or a "
+                                  "--data file's name) says this suite reads it (`split` guesses the suite so)")
 
     @field_validator("bank", "k", "pool", "image")
     @classmethod
@@ -276,6 +278,16 @@ def predicates() -> dict[str, Predicate]:
 def evidence_predicates() -> dict[str, Predicate]:
     """The same behaviours judged from recorded evidence, where a suite gives an evidence form."""
     return _predicate_tables(tuple(search_path()))[1]
+
+
+def reading(data: Path) -> list[SuiteEntry]:
+    """The suites whose data marks `data` has (its files, or its own name where it is a file)."""
+    data = Path(data)
+
+    def marked(pattern: str) -> bool:
+        return data.match(pattern) if data.is_file() else data.is_dir() and any(data.glob(pattern))
+
+    return [e for e in entries() if any(marked(p) for p in e.declaration.data_marks)]
 
 
 def suite_help() -> str:
