@@ -159,14 +159,33 @@ def _importable(entry: SuiteEntry) -> None:
                          f"by {where}; rename the suite folder")
 
 
-def _declared(folder: Path, package: str, built_in: bool) -> tuple[SuiteDeclaration, str, str]:
-    source = folder / SUITE_FILE
-    declaration = load_toml_model(source, SuiteDeclaration)
-    if not (folder / "__init__.py").is_file():
-        raise InputError(str(source), None, "a suite folder is a Python package: add an __init__.py")
-    if not built_in and not folder.name.isidentifier():
-        raise InputError(str(source), None, f"the folder name {folder.name!r} is not a Python package name")
-    return declaration, declaration.name or folder.name, package
+@dataclass(frozen=True)
+class _Found:
+    folder: Path
+    package: str
+    declaration: SuiteDeclaration
+    built_in: bool
+
+    @property
+    def name(self) -> str:
+        return self.declaration.name or self.folder.name
+
+
+def _found(root: Path, package: str | None) -> list[_Found]:
+    """The suite folders directly under `root` (package None: a search-path folder, imported by folder name)."""
+    if not root.is_dir():
+        raise InputError(SEARCH_PATH, None, f"{root} is not a folder")
+    out = []
+    for folder in sorted(p for p in root.iterdir() if (p / SUITE_FILE).is_file()):
+        source = folder / SUITE_FILE
+        declaration = load_toml_model(source, SuiteDeclaration)
+        if not (folder / "__init__.py").is_file():
+            raise InputError(str(source), None, "a suite folder is a Python package: add an __init__.py")
+        if package is None and not folder.name.isidentifier():
+            raise InputError(str(source), None, f"the folder name {folder.name!r} is not a Python package name")
+        out.append(_Found(folder, f"{package}.{folder.name}" if package else folder.name, declaration,
+                          package is not None))
+    return out
 
 
 def search_path() -> list[Path]:
@@ -177,35 +196,27 @@ def search_path() -> list[Path]:
 @functools.cache
 def _registry(extra: tuple[Path, ...]) -> dict[str, SuiteEntry]:
     """Every suite by its name and its aliases, built-in ones first."""
-    found: list[tuple[Path, SuiteDeclaration, str, str, bool]] = []
-    roots = [(package, root, True) for package, root in BUILT_IN] + [("", Path(p).resolve(), False) for p in extra]
-    for package, root, built_in in roots:
-        if not root.is_dir():
-            raise InputError(SEARCH_PATH, None, f"{root} is not a folder")
-        for folder in sorted(p for p in root.iterdir() if (p / SUITE_FILE).is_file()):
-            pkg = f"{package}.{folder.name}" if package else folder.name
-            declaration, name, pkg = _declared(folder, pkg, built_in)
-            found.append((folder, declaration, name, pkg, built_in))
-    names: dict[str, Path] = {}
-    for folder, declaration, name, _, _ in found:
-        for n in (name, *declaration.aliases):
-            if n in names:
-                raise InputError(str(folder / SUITE_FILE), "name", f"suite name {n!r} is also {names[n]}'s")
-            names[n] = folder
-    by_folder = {folder: (declaration, name) for folder, declaration, name, _, _ in found}
+    found = [f for package, root in BUILT_IN for f in _found(root, package)]
+    found += [f for root in extra for f in _found(root.resolve(), None)]
+    by_name: dict[str, _Found] = {}
+    for f in found:
+        for n in (f.name, *f.declaration.aliases):
+            if n in by_name:
+                raise InputError(str(f.folder / SUITE_FILE), "name", f"suite name {n!r} is also "
+                                 f"{by_name[n].folder}'s")
+            by_name[n] = f
     out: dict[str, SuiteEntry] = {}
-    for folder, declaration, name, pkg, built_in in found:
-        bank_folder, owner = folder, declaration
-        if declaration.bank_of is not None:
-            if declaration.bank_of not in names:
-                raise InputError(str(folder / SUITE_FILE), "bank_of", f"unknown suite {declaration.bank_of!r}")
-            bank_folder = names[declaration.bank_of]
-            owner = by_folder[bank_folder][0]
-        entry = SuiteEntry(name=name, folder=folder, package=pkg, declaration=declaration, built_in=built_in,
-                           bank=bank_folder / owner.bank if owner.bank else None,
-                           k=bank_folder / owner.k if owner.k else None)
-        for n in (name, *declaration.aliases):
-            out[n] = entry
+    for f in found:
+        owner = f
+        if f.declaration.bank_of is not None:
+            if f.declaration.bank_of not in by_name:
+                raise InputError(str(f.folder / SUITE_FILE), "bank_of", f"unknown suite {f.declaration.bank_of!r}")
+            owner = by_name[f.declaration.bank_of]
+        bank, k = owner.declaration.bank, owner.declaration.k
+        entry = SuiteEntry(name=f.name, folder=f.folder, package=f.package, declaration=f.declaration,
+                           built_in=f.built_in, bank=owner.folder / bank if bank else None,
+                           k=owner.folder / k if k else None)
+        out.update(dict.fromkeys((f.name, *f.declaration.aliases), entry))
     return out
 
 
