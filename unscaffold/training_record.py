@@ -63,6 +63,8 @@ class TrainingRecord(BaseModel):
     not_trained_reason: str | None = None
     cost: TrainingCost
     warm_start: str | None = Field(None, description="the adapter training started from; its cost is included")
+    passed_through: dict[str, dict[str, Any]] = Field(default_factory=dict, description="fields given to TRL's "
+                                                      "and PEFT's configs as they are, by flag (`--trl`, `--peft`)")
     notes: list[str] = Field(default_factory=list, description="what the record could not count")
 
 
@@ -119,7 +121,7 @@ def evaluation_settings(config: Any) -> dict[str, Any]:
 
 
 def sft_record(data: Any, model: str, base_path: str, steps: int, seed: int, clock: Clock,
-               changed: bool) -> TrainingRecord:
+               changed: bool, passed: dict[str, dict[str, Any]] | None = None) -> TrainingRecord:
     """The record of a `train-sft` run: the collection runs its data came from (through build-sft's report
     beside the data) are part of its cost, and their tasks are its train tasks."""
     from pathlib import Path
@@ -156,7 +158,7 @@ def sft_record(data: Any, model: str, base_path: str, steps: int, seed: int, clo
                           suite=configs[0].suite if configs else None, train_tasks=tasks, evaluation=evaluation,
                           seed=seed, trained=changed and steps > 0,
                           not_trained_reason=None if changed and steps > 0 else "no update moved the weights",
-                          cost=cost, notes=notes)
+                          cost=cost, notes=notes, passed_through=passed or {})
 
 
 def lora_b(model: Any) -> dict[str, Any]:

@@ -23,10 +23,11 @@ from unscaffold.minimal_harness.sandbox.watchdog import workspace_overflow
 from unscaffold.minimal_harness.tool import TOOL_NAME, format_problem
 from unscaffold.minimal_harness.trajectory import ExitStatus, StepRecord, Trajectory, TrajectoryWriter, now_iso
 
-# Sees the visible transcript and the proposal; returns what will run (the proposal itself to pass).
 DEFAULT_MAX_TURNS = 40
 MaxTurns = Annotated[int, Field(ge=1, description="Student turns per trial.", json_schema_extra=flag("--max-turns"))]
-ReviewHook = Callable[[list[Message], AssistantResponse], AssistantResponse]
+# What the loop calls on each proposal: sees the visible transcript and the proposal, returns what will run (the
+# proposal itself to pass). The reviewer's implementation is `unscaffold.reviewer.hook.ReviewHook`.
+ProposalFilter = Callable[[list[Message], AssistantResponse], AssistantResponse]
 
 
 def pass_through(transcript: list[Message], proposal: AssistantResponse) -> AssistantResponse:
@@ -69,7 +70,7 @@ class Agent:
         trajectory: Trajectory,
         *,
         config: AgentConfig | None = None,
-        review_hook: ReviewHook = pass_through,
+        review_hook: ProposalFilter = pass_through,
         save_path: Path | None = None,
         harness: Harness | None = None,
         evidence: EvidenceRecorder | None = None,
@@ -84,6 +85,7 @@ class Agent:
         self.review_hook, self.save_path = review_hook, save_path
         self.writer = TrajectoryWriter(save_path) if save_path is not None else None
         self.format_errors_in_row = 0
+        self.error: ModelError | None = None  # the model error that ended the episode, kept typed for the caller
         self._t0 = time.monotonic()
 
     def run(self, instruction: str, opening: list[Message] | None = None) -> Trajectory:
@@ -109,6 +111,7 @@ class Agent:
                     self.traj.exception = str(e) if e.status == "error" else None
             except ModelError as e:
                 self.traj.exit_status, self.traj.exception = "error", f"{type(e).__name__}: {e}"
+                self.error = e
             self.traj.ended_at = now_iso()
             self.traj.wall_s = time.monotonic() - self._t0
             self.save()

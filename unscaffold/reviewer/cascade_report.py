@@ -8,7 +8,8 @@ from rich.console import Console
 from rich.markup import escape as markup_escape
 from rich.table import Table
 
-from unscaffold.behaviors.html import grid_html, page
+from unscaffold.behaviors.html import grid_html
+from unscaffold.pages.document import page
 from unscaffold.reviewer.cascade_whatif import ALL, CascadeWhatIf, whatif_rows
 
 

@@ -7,10 +7,11 @@ import json
 import math
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 from unscaffold.benchmarks.base import Score, Suite, Task
-from unscaffold.errors import EnvironmentBroken, SandboxUnavailable
+from unscaffold.errors import EnvironmentBroken, RetryableModelError, SandboxUnavailable
 from unscaffold.iojson import write_json_atomic
 from unscaffold.knowledge.hstar import HStarHarness
 from unscaffold.knowledge.kfolder import K
@@ -32,7 +33,8 @@ MAX_REASON = 1000
 MAX_DETAILS_CHARS = 20_000  # a scorer's details beyond this are cut to a note (they reach reports)
 TRAJECTORY = "trajectory.json"
 REVIEWS = "reviews.jsonl"
-INFRA_MODEL_ERRORS = ("RetryableModelError",)  # model errors that mean the service, not the trial, failed
+INFRA_MODEL_ERRORS: tuple[type[Exception], ...] = (RetryableModelError,)  # the service, not the trial, failed
+INFRA_SETUP_ERRORS: tuple[type[Exception], ...] = (SandboxUnavailable, OSError)  # while setting up: the machine
 ORACLE_TAIL = 400  # characters of a failed reference command's output quoted in the reason
 MAX_GAPS_LISTED = 4  # environment lines the sandbox skipped, quoted in the reason (all are in details)
 
@@ -93,6 +95,20 @@ def output_cut(suite: Suite, config: RunConfig) -> int | None:
     return suite.output_cut_chars if chosen is None else (chosen or None)
 
 
+@dataclass
+class TrialAttempt:
+    """A trial's result and the exception that ended it (None when it ended on its own), kept as raised so
+    callers decide by its type, never by reading `result.exception` back."""
+
+    result: TrialResult
+    error: BaseException | None = None
+
+    @property
+    def sandbox_failed(self) -> bool:
+        """The sandbox would not start: the machine's fault (an executor may stop sending trials to it)."""
+        return self.result.infra_error and isinstance(self.error, SandboxUnavailable)
+
+
 class TrialContext:
     """What every trial of a run shares: the harness, the reviewer factory and K."""
 
@@ -115,7 +131,14 @@ def run_trial(
 
     `infra_error` marks failures of the machinery, not the task (the sandbox would not start, the model
     service stayed rate-limited or down past its retries): the runner may run those trials again."""
+    return attempt_trial(suite, task, trial_id, trial_dir, provider, config, context, attempt).result
+
+
+def attempt_trial(suite: Suite, task: Task, trial_id: str, trial_dir: Path, provider: ModelProvider,
+                  config: RunConfig, context: TrialContext | None = None, attempt: int = 1) -> TrialAttempt:
+    """`run_trial`, with the exception that ended the trial kept typed beside its result."""
     context = context or TrialContext()
+    error: BaseException | None = None
     hook = None
     started, t0 = now_iso(), time.monotonic()
     traj = Trajectory(trial_id=trial_id, task_id=task.id, suite=suite.name, student=provider.spec, tools=[])
@@ -154,12 +177,14 @@ def run_trial(
                               save_path=trial_dir / TRAJECTORY, harness=context.harness,
                               review_hook=hook or pass_through, evidence=recorder)
                 agent.run(task.instruction, suite.opening(task, trial_dir, suite.check_opening(config.opening)))
+                error = agent.error
                 scoring = True
                 score = suite.score(task, trial_dir, sandbox, traj)
             finally:
                 sandbox.close()
     except Exception as e:  # a bug or infrastructure failure in one trial must not lose the others
-        infra = in_setup and isinstance(e, (SandboxUnavailable, OSError))
+        error = e
+        infra = in_setup and isinstance(e, INFRA_SETUP_ERRORS)
         traj.exit_status = "error"
         traj.exception = f"{type(e).__name__}: {e}"
         traj.save(trial_dir / TRAJECTORY)
@@ -170,7 +195,7 @@ def run_trial(
                       outcome=Outcome.ENVIRONMENT_ERROR if broken else Outcome.VERIFIER_ERROR if scoring
                       else Outcome.INFRA_ERROR)
     else:
-        infra = (traj.exception or "").startswith(INFRA_MODEL_ERRORS)
+        infra = isinstance(error, INFRA_MODEL_ERRORS)
     oracle = oracle_failure(traj) if provider.spec == "oracle" else None
     gaps = suite.environment_gaps(task, config.sandbox.kind)
     outcome, reason = decide_outcome(score, traj, infra, gaps, oracle)
@@ -200,7 +225,7 @@ def run_trial(
         ended_at=now_iso(),
     )
     write_json_atomic(trial_dir / RESULT, result)
-    return result
+    return TrialAttempt(result, error)
 
 
 def record_crash(suite: Suite, task: Task, trial_id: str, trial_dir: Path, student: str, error: Exception,
