@@ -32,9 +32,8 @@ variables do not. Every command starts in the workspace root.
 
 When the task is done, reply with a short final answer and no tool call. That reply ends the episode."""
 
-# suite -> characters of output the student sees (None: whole), as the reference harness
-REFERENCE_CUT = {"harbor": None, "spreadsheet": None, "retrosynthesis": None, "appworld_lite": 12_000,
-                 "appworld": 12_000}
+# characters of output the student sees in the app world, as the reference harness; every other suite: whole
+APP_WORLD_CUT = {"appworld_lite": 12_000, "appworld": 12_000}
 
 
 def suite_class(name: str) -> type:
@@ -55,8 +54,9 @@ def test_a_command_may_run_600_seconds_by_default(tmp_path: Path) -> None:
 
 
 def test_output_is_cut_only_in_the_app_world(tmp_path: Path) -> None:
-    assert set(REFERENCE_CUT) == set(names())
-    for name, cut in REFERENCE_CUT.items():
+    assert set(APP_WORLD_CUT) < set(names())
+    for name in names():
+        cut = APP_WORLD_CUT.get(name)
         config = RunConfig(suite=name, student="oracle", out=tmp_path)
         assert suite_class(name).output_cut_chars == cut, name
         assert output_cut(suite_class(name), config) == cut, name

@@ -49,8 +49,9 @@ def test_a_suite_folder_holds_its_parts(name: str) -> None:
         assert part is None or (part.is_file() and part.is_relative_to(entry.folder)), part
     if entry.pool is not None:
         assert tomllib.loads(entry.pool.read_text())["suite"] == name
-    assert (entry.pool is None, entry.image is None, entry.bank is None) == (
-        (True, True, True) if name == "harbor" else (False, False, False))  # harbor tasks bring their environment
+    for part in (entry.bank, entry.k):
+        assert part is None or part.is_dir(), part
+    assert entry.pool is None or entry.bank is not None  # a sibling is an edit of the suite's bank
 
 
 @pytest.mark.parametrize("name", SELF_CONTAINED)
