@@ -11,12 +11,13 @@ from unscaffold.evolve.budget import Budget
 from unscaffold.flags import Concurrency, DataFolder, SplitFile, TaskIds, flag
 from unscaffold.minimal_harness.agent import DEFAULT_MAX_TURNS, MaxTurns
 from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, CommandTimeout, SandboxChoice
+from unscaffold.suites import suite_help
 
 
 class EvolveConfig(BaseModel):
     """Everything `unscaffold evolve` is told; fields with a `flag` are its options."""
 
-    suite: str = Field(description="Suite name.")
+    suite: str = Field(description=suite_help())
     student: str = Field(description="Model spec of the student.", json_schema_extra=flag("--student"))
     editor: str = Field(description="Model spec (or replay:FILE) that edits the bank.",
                         json_schema_extra=flag("--editor"))
