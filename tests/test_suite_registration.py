@@ -38,7 +38,8 @@ def run_oracle(suite: str, out: Path, search_path: Path) -> dict[str, object]:
 
 
 def test_a_copied_suite_folder_runs_under_its_new_name(tmp_path: Path) -> None:
-    copy_suite("retrosynthesis", tmp_path / "suites", "retro_copy")
+    folder = copy_suite("retrosynthesis", tmp_path / "suites", "retro_copy")
+    assert not [p for p in folder.glob("*.py") if "from unscaffold.benchmarks.retrosynthesis" in p.read_text()]
     original = run_oracle("retrosynthesis", tmp_path / "original", tmp_path / "suites")
     copied = run_oracle("retro_copy", tmp_path / "copied", tmp_path / "suites")
     assert (copied["suite"], original["suite"]) == ("retro_copy", "retrosynthesis")
@@ -89,3 +90,23 @@ def test_a_declaration_is_checked_and_names_are_unique(monkeypatch: pytest.Monke
     with pytest.raises(InputError) as err:
         find("retro_copy")
     assert str(err.value) == f"{folder / 'suite.toml'}: name: suite name 'spreadsheet' is also {sheets}'s"
+
+
+@pytest.mark.parametrize("source", ["appworld_lite", "spreadsheet"])
+def test_a_copy_of_each_self_contained_suite_makes_the_same_tasks_from_its_own_files(
+        source: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from unscaffold.benchmarks import load_suite
+
+    with load_suite(source) as suite:
+        original = [(t.id, t.instruction) for t in suite.tasks("train")]
+    folder = copy_suite(source, tmp_path, "copied")
+    on_suite_path(monkeypatch, tmp_path)
+    with load_suite("copied") as copy:
+        assert [(t.id, t.instruction) for t in copy.tasks("train")] == original
+        assert (copy.name, copy.bank_path()) == ("copied", folder / "hstar")
+    loaded = {name: Path(m.__file__ or "") for name, m in sys.modules.items() if name.partition(".")[0] == "copied"}
+    assert len(loaded) > 3 and all(path.is_relative_to(folder) for path in loaded.values()), loaded
+    own = find(source).package  # the suite's modules import each other relatively (bank sources aside)
+    absolute = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.py") if "bank_src" not in p.parts
+                      and "hstar" not in p.parts and f"from {own}" in p.read_text())
+    assert absolute == []

@@ -12,8 +12,8 @@ import datetime as dt
 import random
 from collections.abc import Callable
 
-from unscaffold.benchmarks.spreadsheet import solutions
-from unscaffold.benchmarks.spreadsheet.sheets import (
+from . import solutions
+from .sheets import (
     DEPTS,
     FIRST,
     LAST,

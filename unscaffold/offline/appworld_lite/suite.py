@@ -20,13 +20,14 @@ from unscaffold.errors import InputError
 from unscaffold.llm.types import Message
 from unscaffold.minimal_harness.sandbox.base import Sandbox, SandboxConfig, SandboxKind
 from unscaffold.minimal_harness.trajectory import Trajectory
-from unscaffold.offline.appworld_lite.apps import APP_DESCRIPTIONS
-from unscaffold.offline.appworld_lite.catalog import SPLITS, LiteTask, catalog
-from unscaffold.offline.appworld_lite.metrics import goal_completion
-from unscaffold.offline.appworld_lite.opening import LITE_DEMO, build_opening
-from unscaffold.offline.appworld_lite.server import DB_FILE, WorldServer, serve, served
-from unscaffold.offline.appworld_lite.verify import verify
-from unscaffold.offline.appworld_lite.world import demo_world, install_client
+
+from .apps import APP_DESCRIPTIONS
+from .catalog import SPLITS, LiteTask, catalog
+from .metrics import goal_completion
+from .opening import LITE_DEMO, build_opening
+from .server import DB_FILE, WorldServer, serve, served
+from .verify import verify
+from .world import demo_world, install_client
 
 HERE = Path(__file__).resolve().parent
 WORKDIR = "/workspace"
