@@ -110,3 +110,11 @@ def test_a_copy_of_each_self_contained_suite_makes_the_same_tasks_from_its_own_f
     absolute = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.py") if "bank_src" not in p.parts
                       and "hstar" not in p.parts and f"from {own}" in p.read_text())
     assert absolute == []
+
+
+def test_a_search_path_that_is_no_folder_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(SEARCH_PATH, str(tmp_path / "missing"))
+    with pytest.raises(InputError) as err:
+        find("retrosynthesis")
+    assert str(err.value) == f"UNSCAFFOLD_SUITE_PATH: {tmp_path / 'missing'} is not a folder"
+    assert names(built_in_only=True) == ["appworld", "appworld_lite", "harbor", "retrosynthesis", "spreadsheet"]

@@ -226,8 +226,8 @@ def registry() -> dict[str, SuiteEntry]:
 
 
 def entries(*, built_in_only: bool = False) -> list[SuiteEntry]:
-    """Each suite once, by name."""
-    unique = {e.name: e for e in registry().values() if e.built_in or not built_in_only}
+    """Each suite once, by name (`built_in_only`: without reading the search path)."""
+    unique = {e.name: e for e in (_registry(()) if built_in_only else registry()).values()}
     return [unique[n] for n in sorted(unique)]
 
 
