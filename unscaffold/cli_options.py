@@ -59,7 +59,7 @@ class ModelOption:
             return list[str] | None
         if self.text:
             return str | None
-        kind = self.field.annotation
+        kind: Any = self.field.annotation  # any type form: a class, a union, list[...], Literal[...]
         args = [a for a in typing.get_args(kind) if a is not type(None)]
         if typing.get_origin(kind) in (typing.Union, types.UnionType) and len(args) == 1:
             kind = args[0]
@@ -114,9 +114,10 @@ def _set(tree: dict[str, Any], path: str, value: Any) -> None:
 
 
 def _get(tree: dict[str, Any], path: str) -> Any:
+    node: Any = tree
     for key in path.split("."):
-        tree = tree.get(key) if isinstance(tree, dict) else None
-    return tree
+        node = node.get(key) if isinstance(node, dict) else None
+    return node
 
 
 def build_settings(model: type[BaseModel], ctx: click.Context, given: dict[str, Any], fixed: dict[str, Any],

@@ -127,21 +127,25 @@ def sft_record(data: Any, model: str, base_path: str, steps: int, seed: int, clo
     from pathlib import Path
 
     from unscaffold.errors import InputError
-    from unscaffold.iojson import load_model, read_json
+    from unscaffold.iojson import read_json
+    from unscaffold.run.folder import RunFolder
     from unscaffold.run.models import RunConfig, RunResults
     from unscaffold.sft.build import report_path
 
     notes: list[str] = []
-    runs, configs = [], []
+    runs: list[RunResults] = []
+    configs: list[RunConfig] = []
     report = report_path(Path(data))
     if report.is_file():
         raw = read_json(report)
         for run in raw.get("runs", []) if isinstance(raw, dict) else []:
+            folder = RunFolder(run)
             try:
-                runs.append(load_model(Path(run) / "results.json", RunResults))
-                configs.append(load_model(Path(run) / "config.json", RunConfig))
+                runs.append(folder.read_results())
+                configs.append(folder.read_config())
             except InputError:
-                notes.append(f"collection run {run}: no readable results.json/config.json; its cost is not counted")
+                notes.append(f"collection run {run}: no readable {folder.RESULTS}/{folder.CONFIG}; its cost is not "
+                             "counted")
     else:
         notes.append(f"{report.name} not found beside the data: the collection's cost is not counted")
     cost, tasks = collection_cost(runs)

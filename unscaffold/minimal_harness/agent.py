@@ -14,7 +14,7 @@ from unscaffold.flags import flag
 from unscaffold.llm.base import Model
 from unscaffold.llm.output_check import repaired_response, response_problem
 from unscaffold.llm.types import AssistantResponse, Message
-from unscaffold.minimal_harness.evidence import EVIDENCE_FILE, CommandEvidence
+from unscaffold.minimal_harness.evidence import CommandEvidence
 from unscaffold.minimal_harness.harness import Harness, MinimalHarness
 from unscaffold.minimal_harness.recorder import EvidenceRecorder, append_evidence, reset_evidence
 from unscaffold.minimal_harness.sandbox.base import Sandbox
@@ -74,12 +74,13 @@ class Agent:
         save_path: Path | None = None,
         harness: Harness | None = None,
         evidence: EvidenceRecorder | None = None,
+        evidence_path: Path | None = None,
     ) -> None:
-        """`evidence`: the sandbox's recorder; each `execute` command then adds a line to `evidence.jsonl`
-        beside `save_path`."""
+        """`evidence`: the sandbox's recorder; with `evidence_path` (the trial's evidence.jsonl), each
+        `execute` command then adds a line there."""
         self.model, self.sandbox, self.traj = model, sandbox, trajectory
-        self.evidence = evidence
-        self.evidence_path = save_path.parent / EVIDENCE_FILE if save_path is not None else None
+        self.evidence = evidence if evidence_path is not None else None
+        self.evidence_path = evidence_path
         self.harness = harness or MinimalHarness()
         self.config = config or AgentConfig()
         self.review_hook, self.save_path = review_hook, save_path
@@ -174,9 +175,9 @@ class Agent:
         self.format_errors_in_row = 0
         call = response.tool_calls[0]
         t = time.monotonic()
-        record.command = call.arguments.get("command") if call.name == TOOL_NAME else None
+        record.command = call.arguments.get("command") if call.name == TOOL_NAME and call.arguments else None
         recording = self.evidence is not None and record.command is not None
-        if recording:
+        if recording and self.evidence is not None:
             self.evidence.begin()
         result = self.harness.run_call(call, self.sandbox, self.sandbox.config.timeout_s, self.traj.messages)
         record.exec_s, record.exit_code, record.timed_out = time.monotonic() - t, result.exit_code, result.timed_out

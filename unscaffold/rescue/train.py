@@ -553,21 +553,19 @@ def lora_config(config: RescueTrainConfig) -> Any:
 def make_trainer(config: RescueTrainConfig, model_path: Path, factories: dict[str, Any], rows: list[dict[str, Any]],
                  tool_schemas: dict[str, list[dict[str, Any]]] | None = None, **hook: Any) -> Any:
     from datasets import Dataset
-    from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from peft import LoraConfig, PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 
     from unscaffold.rescue.trl_rescue import RescueGRPOTrainer, RescueHook
 
     args = grpo_config(config)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
-    model = AutoModelForCausalLM.from_pretrained(model_path)
+    model: PreTrainedModel | PeftModel = AutoModelForCausalLM.from_pretrained(model_path)
     from unscaffold.llm.hf_backend import quiet_after_first_load
 
     quiet_after_first_load()  # the re-anchoring runs load the checkpoint again: no second round of bars
     lora: LoraConfig | None = lora_config(config)
     if config.init_adapter is not None:  # a warm start: the adapter trains on from where it was
-        from peft import PeftModel
-
         model, lora = PeftModel.from_pretrained(model, str(config.init_adapter), is_trainable=True), None
     return RescueGRPOTrainer(
         model=model, args=args, processing_class=tokenizer, train_dataset=Dataset.from_list(rows),

@@ -29,16 +29,16 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from unscaffold.benchmarks.base import Suite, Task
 from unscaffold.errors import SandboxUnavailable
-from unscaffold.iojson import write_json_atomic
 from unscaffold.llm.base import ModelProvider
 from unscaffold.minimal_harness.trajectory import now_iso
 from unscaffold.reviewer.throttle import ThrottledReviewers
 from unscaffold.run import shipping
 from unscaffold.run.call_slots import RaySlot, SlotsActor
 from unscaffold.run.executor_spec import ExecutorSpec, RunStopped
+from unscaffold.run.folder import TrialFolder
 from unscaffold.run.models import RunConfig, TrialResult
 from unscaffold.run.setup import make_provider, probe_sandbox, select_tasks, trial_context
-from unscaffold.run.trial import RESULT, TrialContext, attempt_trial, record_infra_failure
+from unscaffold.run.trial import TrialContext, attempt_trial, record_infra_failure
 
 PROBE_TIMEOUT_S = 300.0
 REVIEWER_POOL = "reviewer"
@@ -133,7 +133,7 @@ def _run_attempt(state: _WorkerState, task_id: str, trial_id: str, attempt: int
         trial_dir.mkdir()
         done = attempt_trial(state.suite, state.tasks[task_id], trial_id, trial_dir, state.provider, state.config,
                              state.context, attempt=attempt)
-        files = shipping.pack_folder(trial_dir, exclude=frozenset({RESULT}))
+        files = shipping.pack_folder(trial_dir, exclude=frozenset({TrialFolder.RESULT}))
         return (done.result.model_dump(mode="json"), files, ray.get_runtime_context().get_node_id(),
                 done.sandbox_failed)
     finally:
@@ -217,7 +217,7 @@ class RayExecutor:
         self.key = f"{shipping.digest(archive)}-{shipping.digest(same_run)}"
         self.shipped = sorted(files)
         self.bundle = [ray.put(archive)]  # in a list: workers fetch it only when they first load the run
-        self.slots = None
+        self.slots: Any = None  # a SlotsActor handle: ray types an actor's methods without their `.remote`
         if config.reviewer and config.reviewer_concurrency:
             self.slots = ray.remote(SlotsActor).options(num_cpus=0, scheduling_strategy=_near_driver()).remote(
                 {REVIEWER_POOL: config.reviewer_concurrency})
@@ -323,7 +323,7 @@ class RayExecutor:
                 self.excluded.add(node)
             self._retire_node(node)
         shipping.unpack(files, trial_dir)
-        write_json_atomic(trial_dir / RESULT, result)
+        TrialFolder(trial_dir).write_result(result)
         return result
 
     def _retire_node(self, node: str) -> None:

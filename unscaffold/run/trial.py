@@ -12,7 +12,6 @@ from pathlib import Path
 
 from unscaffold.benchmarks.base import Score, Suite, Task
 from unscaffold.errors import EnvironmentBroken, RetryableModelError, SandboxUnavailable
-from unscaffold.iojson import write_json_atomic
 from unscaffold.knowledge.hstar import HStarHarness
 from unscaffold.knowledge.kfolder import K
 from unscaffold.llm.base import ModelProvider
@@ -26,13 +25,11 @@ from unscaffold.minimal_harness.trajectory import Trajectory, now_iso
 from unscaffold.outcomes import COMPLETED_OUTCOMES, Outcome
 from unscaffold.reviewer.base import ReviewerFactory
 from unscaffold.reviewer.hook import ReviewCounts, ReviewHook
+from unscaffold.run.folder import TrialFolder
 from unscaffold.run.models import RunConfig, TrialResult
 
-RESULT = "result.json"
 MAX_REASON = 1000
 MAX_DETAILS_CHARS = 20_000  # a scorer's details beyond this are cut to a note (they reach reports)
-TRAJECTORY = "trajectory.json"
-REVIEWS = "reviews.jsonl"
 INFRA_MODEL_ERRORS: tuple[type[Exception], ...] = (RetryableModelError,)  # the service, not the trial, failed
 INFRA_SETUP_ERRORS: tuple[type[Exception], ...] = (SandboxUnavailable, OSError)  # while setting up: the machine
 ORACLE_TAIL = 400  # characters of a failed reference command's output quoted in the reason
@@ -143,7 +140,8 @@ def attempt_trial(suite: Suite, task: Task, trial_id: str, trial_dir: Path, prov
     started, t0 = now_iso(), time.monotonic()
     traj = Trajectory(trial_id=trial_id, task_id=task.id, suite=suite.name, student=provider.spec, tools=[])
     isolation = ""
-    (trial_dir / REVIEWS).touch()
+    folder = TrialFolder(trial_dir)
+    folder.reviews.touch()
     in_setup, scoring = True, False
     try:
         sandbox_config = suite.prepare(task, trial_dir, config.sandbox.kind, oracle=provider.spec == "oracle")
@@ -171,11 +169,12 @@ def attempt_trial(suite: Suite, task: Task, trial_id: str, trial_dir: Path, prov
                 if context.reviewers is not None:
                     gold = "\n".join(suite.oracle_commands(task)) if config.reviewer_reads_gold else None
                     hook = ReviewHook(context.reviewers.for_trial(task.id), context.k, config.budget,
-                                      trial_dir / REVIEWS, trial_id, task.id, gold=gold,
+                                      folder.reviews, trial_id, task.id, gold=gold,
                                       opening=lambda: traj.opening_messages)
                 agent = Agent(provider.for_trial(task.id), sandbox, traj, config=agent_config,
-                              save_path=trial_dir / TRAJECTORY, harness=context.harness,
-                              review_hook=hook or pass_through, evidence=recorder)
+                              save_path=folder.trajectory, harness=context.harness,
+                              review_hook=hook or pass_through, evidence=recorder,
+                              evidence_path=folder.evidence)
                 agent.run(task.instruction, suite.opening(task, trial_dir, suite.check_opening(config.opening)))
                 error = agent.error
                 scoring = True
@@ -187,7 +186,7 @@ def attempt_trial(suite: Suite, task: Task, trial_id: str, trial_dir: Path, prov
         infra = in_setup and isinstance(e, INFRA_SETUP_ERRORS)
         traj.exit_status = "error"
         traj.exception = f"{type(e).__name__}: {e}"
-        traj.save(trial_dir / TRAJECTORY)
+        traj.save(folder.trajectory)
         where = "the verifier" if scoring else ("setting up the trial" if in_setup else "the trial")
         broken = isinstance(e, EnvironmentBroken)
         score = Score(reward=0.0, reason=str(e) if broken else f"{where} crashed: {traj.exception}"[:MAX_REASON],
@@ -224,7 +223,7 @@ def attempt_trial(suite: Suite, task: Task, trial_id: str, trial_dir: Path, prov
         started_at=started,
         ended_at=now_iso(),
     )
-    write_json_atomic(trial_dir / RESULT, result)
+    folder.write_result(result)
     return TrialAttempt(result, error)
 
 
@@ -234,15 +233,16 @@ def record_crash(suite: Suite, task: Task, trial_id: str, trial_dir: Path, stude
     recorded as that trial's failure, not run again, so the run and the other trials go on. What the trial
     saved of its trajectory stays."""
     exception = f"{type(error).__name__}: {error}"
-    if not (trial_dir / TRAJECTORY).exists():
+    folder = TrialFolder(trial_dir)
+    if not folder.trajectory.exists():
         Trajectory(trial_id=trial_id, task_id=task.id, suite=suite.name, student=student, tools=[],
-                   exit_status="error", exception=exception).save(trial_dir / TRAJECTORY)
-    (trial_dir / REVIEWS).touch()
+                   exit_status="error", exception=exception).save(folder.trajectory)
+    folder.reviews.touch()
     result = TrialResult(trial_id=trial_id, task_id=task.id, scenario=task.scenario, reward=0.0,
                          outcome=Outcome.INFRA_ERROR, reason=f"the trial crashed: {exception}"[:MAX_REASON],
                          details={"traceback": traceback.format_exc(limit=8)[-4000:]}, exit_status="error",
                          exception=exception, attempt=attempt, started_at=started_at, ended_at=now_iso())
-    write_json_atomic(trial_dir / RESULT, result)
+    folder.write_result(result)
     return result
 
 
@@ -252,11 +252,12 @@ def record_infra_failure(suite: Suite, task: Task, trial_id: str, trial_dir: Pat
     failure of the machinery: the runner retries it, and the folder reads like any other trial's."""
     traj = Trajectory(trial_id=trial_id, task_id=task.id, suite=suite.name, student=student, tools=[],
                       exit_status="error", exception=exception)
-    traj.save(trial_dir / TRAJECTORY)
-    (trial_dir / REVIEWS).touch()
+    folder = TrialFolder(trial_dir)
+    traj.save(folder.trajectory)
+    folder.reviews.touch()
     result = TrialResult(trial_id=trial_id, task_id=task.id, scenario=task.scenario, reward=0.0,
                          outcome=Outcome.INFRA_ERROR, reason=exception[:MAX_REASON], exit_status="error",
                          exception=exception, infra_error=True,
                          attempt=attempt, started_at=started_at, ended_at=now_iso())
-    write_json_atomic(trial_dir / RESULT, result)
+    folder.write_result(result)
     return result

@@ -270,8 +270,8 @@ def lora_config(config: TrainConfig) -> Any:
     from peft import LoraConfig
 
     targets: str | list[str] = config.target_modules
-    if targets != "all-linear":
-        targets = [t.strip() for t in targets.split(",") if t.strip()]
+    if config.target_modules != "all-linear":
+        targets = [t.strip() for t in config.target_modules.split(",") if t.strip()]
     recipe = dict(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
                   target_modules=targets, task_type="CAUSAL_LM")
     return LoraConfig(**SFT_PEFT.apply(recipe, config.peft))
@@ -432,7 +432,10 @@ class _Trainer(SFTTrainer):
             done = (step - warmup) / max(1, num_training_steps - warmup)
             return floor + (1.0 - floor) * max(0.0, 1.0 - done)
 
-        self.lr_scheduler = LambdaLR(optimizer or self.optimizer, factor)
+        chosen = optimizer or self.optimizer
+        if chosen is None:
+            raise RuntimeError("create_scheduler: no optimizer yet (the Trainer creates it first)")
+        self.lr_scheduler = LambdaLR(chosen, factor)
         self._created_lr_scheduler = True
         return self.lr_scheduler
 
