@@ -156,7 +156,7 @@ def print_summary(results: dict, out: Path) -> None:
     for r in approximate:
         out_console().print(inert(f"{r.trial_id} {r.outcome}, with lines of its environment not applied: "
                               f"{'; '.join(r.environment_notes)} (--sandbox docker builds the task's image)"),
-                        highlight=False)
+                            highlight=False)
     for task_id, why in sorted((results.get("skipped_tasks") or {}).items()):
         out_console().print(inert(f"skipped task {task_id}: {why}"), highlight=False)
     extra = "".join(f"  {k}={results[k]:.2f}" for k in ("tgc", "sgc") if k in results)
@@ -295,11 +295,11 @@ def build_sft_command(s: BuildSftSettings, values: dict[str, Any]) -> None:
         out_console().print(f"dropped {drop.trial_id}: {drop.reason}{where}", highlight=False, markup=False)
     if len(report.drops) > len(shown):
         out_console().print(f"... {len(report.drops) - len(shown)} more dropped trials in {report_path(out)}",
-                        highlight=False)
+                            highlight=False)
     audits = f"extra audits: {', '.join(report.audits)}" if report.audits else "no extra audits"
     out_console().print(f"{report.kept}/{report.trials} trials kept ({audits}), {report.masked_reasoning_turns} "
-                    f"reasoning turns masked, {report.untrained_turns} malformed turns kept as context, "
-                    f"{report.replacements_kept} replacements kept; report: {report_path(out)}", highlight=False)
+                        f"reasoning turns masked, {report.untrained_turns} malformed turns kept as context, "
+                        f"{report.replacements_kept} replacements kept; report: {report_path(out)}", highlight=False)
 
 
 app.command("build-sft")(command_from_model(
@@ -487,7 +487,7 @@ def demo_command(config: DemoConfig, values: dict[str, Any]) -> None:
     out_console().print(REAL, highlight=False, soft_wrap=True)
     out = config.out
     out_console().print(f"reports: {out / 'compare.html'}  {out / 'behaviors.html'}  {out / 'collect' / 'report.html'}",
-                    highlight=False)
+                        highlight=False)
 
 
 app.command("demo")(command_from_model(DemoConfig, "demo", [

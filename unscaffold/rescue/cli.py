@@ -65,7 +65,7 @@ def simulate_command(s: SimulateSettings, values: dict[str, Any]) -> None:
     out_console().print(sweep)
     out_console().print(PUBLISHED_NOTE, highlight=False, soft_wrap=True)
     out_console().print(f"ordering at these knobs: {'holds' if result.ordering_holds else 'BREAKS'}"
-                    + (f"; written to {out}" if out else ""), highlight=False)
+                        + (f"; written to {out}" if out else ""), highlight=False)
 
 
 rescue_app.command("simulate")(command_from_model(SimulateSettings, "rescue simulate", [], simulate_command))
@@ -133,12 +133,12 @@ def train_command(config: RescueTrainConfig, values: dict[str, Any]) -> None:
         err_console().print(f"note: {note}", highlight=False)
     if not summary.get("trained", True):
         err_console().print(f"warning: not trained: {summary['not_trained_reason']}", style="yellow",
-                                   highlight=False)
-    out_console().print(f"{summary['steps']} optimiser steps over {summary['generation_batches']} generation batches, "
-                    f"effective group rate {summary['effective_group_rate']:.3f} "
-                    f"(plain GRPO {summary['base_effective_group_rate']:.3f}), {summary['rescued_groups']} rescued, "
-                    f"+{summary['extra_rollout_pct']:.1f}% rollouts; adapter: {out / 'adapter'}; "
-                    f"plot: {out / 'metrics.html'}", highlight=False)
+                            highlight=False)
+    out_console().print(f"{summary['steps']} optimiser steps over {summary['generation_batches']} generation "
+                        f"batches, effective group rate {summary['effective_group_rate']:.3f} "
+                        f"(plain GRPO {summary['base_effective_group_rate']:.3f}), {summary['rescued_groups']} "
+                        f"rescued, +{summary['extra_rollout_pct']:.1f}% rollouts; adapter: {out / 'adapter'}; "
+                        f"plot: {out / 'metrics.html'}", highlight=False)
 
 
 rescue_app.command("train")(command_from_model(
@@ -182,7 +182,7 @@ def print_routed_run(suite: str, summary: dict[str, Any], out: Path) -> None:
         table.add_row(inert(tid), inert(harness), f"{summary['per_task'].get(tid, 0.0):.2f}")
     out_console().print(table)
     out_console().print(f"pass@1 {summary['pass_at_1']:.2f}% over {summary['n_tasks']} tasks; "
-                    f"results: {out / 'results.json'}", highlight=False)
+                        f"results: {out / 'results.json'}", highlight=False)
     exit_on_problem(summary)
 
 
@@ -225,7 +225,7 @@ def validation_command(config: ValidationRuns, values: dict[str, Any]) -> None:
     table = table_from_runs(runs, {t.id: t.instruction for t in tasks}, {t.id: t.split for t in tasks})
     write_json_atomic(config.out, table.model_dump(mode="json"))
     out_console().print(f"{len(table.tasks)} validation tasks x {len(table.harnesses())} harnesses -> {config.out}",
-                    highlight=False)
+                        highlight=False)
 
 
 rescue_app.command("validation")(command_from_model(ValidationRuns, "rescue validation", [
