@@ -1,5 +1,8 @@
 """unscaffold: distil an optimized agent harness into model weights (Harness-Zero reviewer distillation, LoRA
-SFT) and compare it with sibling-harness rescue RL (Harness-S), from the first trial to the comparison of runs."""
+SFT) and compare it with sibling-harness rescue RL (Harness-S), from the first trial to the comparison of runs.
+
+A bad option or input is one line on stderr (exit 2); an internal error is one line naming the file that keeps
+its traceback (exit 1; --debug prints it)."""
 
 from __future__ import annotations
 
@@ -64,8 +67,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_print_versi
           verbose: bool = typer.Option(False, "--verbose", help=VERBOSE_HELP, callback=on_verbose, is_eager=True),
           debug: bool = typer.Option(False, "--debug", help=DEBUG_HELP, callback=on_debug, is_eager=True)) -> None:
     """unscaffold: distil an optimized agent harness into model weights and compare it with sibling-harness
-    rescue RL, from the first trial to the comparison of runs. A bad option or input is one line on stderr,
-    exit 2; an internal error says where its traceback was written, exit 1 (`--debug` prints it)."""
+    rescue RL, from the first trial to the comparison of runs."""
 
 
 def run_command(config: RunConfig, values: dict[str, Any]) -> None:
