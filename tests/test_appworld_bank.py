@@ -28,7 +28,7 @@ from unscaffold.offline.appworld_lite.world import demo_world
 from unscaffold.run.models import RunConfig
 from unscaffold.run.runner import run
 
-HERE = Path(__file__).resolve().parent.parent / "unscaffold" / "benchmarks" / "appworld_lite"
+HERE = Path(__file__).resolve().parent.parent / "unscaffold" / "offline" / "appworld_lite"
 BANK, SHIPPED_K = HERE / "hstar", HERE / "k"
 DOC_FIRST, ALL_PAGES, READ_BACK = "tool:api_doc", "tool:fetch_all_pages", "tool:read_back"
 

@@ -498,7 +498,7 @@ def test_tasks_without_a_completed_trial_are_excluded_and_counted(tmp_path: Path
            "tuned 1), counted in no behaviour" in " ".join(result.output.split())
 
 
-APPWORLD_BANK = Path(__file__).resolve().parent.parent / "unscaffold" / "benchmarks" / "appworld_lite" / "hstar"
+APPWORLD_BANK = Path(__file__).resolve().parent.parent / "unscaffold" / "offline" / "appworld_lite" / "hstar"
 DOC = "python3 -c \"from apis import apis; print(apis.api_docs.show_api_doc(app_name='notes', api_name='show_notes'))\""
 NOTES = "python3 -c \"from apis import apis; print(apis.notes.show_notes(access_token='t'))\""
 

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BANKS = {
     "retrosynthesis": ROOT / "unscaffold" / "benchmarks" / "retrosynthesis" / "hstar",
     "spreadsheet": ROOT / "unscaffold" / "benchmarks" / "spreadsheet" / "hstar",
-    "appworld": ROOT / "unscaffold" / "benchmarks" / "appworld_lite" / "hstar",
+    "appworld": ROOT / "unscaffold" / "offline" / "appworld_lite" / "hstar",
     "harbor": EXAMPLES / "hstar" / "harbor_bank",
     "harbor_words": EXAMPLES / "hstar" / "words_bank",
 }

@@ -16,7 +16,7 @@ from unscaffold.llm.types import Message
 from unscaffold.minimal_harness.trajectory import Trajectory
 
 ROOT = Path(__file__).resolve().parent.parent
-BANKS = {"appworld": ROOT / "unscaffold" / "benchmarks" / "appworld_lite" / "hstar",
+BANKS = {"appworld": ROOT / "unscaffold" / "offline" / "appworld_lite" / "hstar",
          "harbor": EXAMPLES / "hstar" / "harbor_bank"}
 Action = str | tuple[str, dict[str, Any]]  # a command, or an h* tool call
 

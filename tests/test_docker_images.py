@@ -18,9 +18,9 @@ from tests.test_docker_sandbox import FakeClient, FakeImages, FakeNetworks
 from unscaffold.cli import app
 from unscaffold.errors import EnvironmentBroken, SandboxUnavailable
 from unscaffold.minimal_harness.sandbox import docker_sandbox as ds
-from unscaffold.minimal_harness.sandbox import images
 from unscaffold.minimal_harness.sandbox.base import SUITES_IMAGE_DIR, SandboxConfig, SandboxSettings
 from unscaffold.minimal_harness.sandbox.docker_sandbox import context_hash, resolve_image
+from unscaffold.offline import images
 
 DEBIAN_SOURCES = """Types: deb
 # http://snapshot.debian.org/archive/debian/20250520T000000Z

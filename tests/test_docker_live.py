@@ -13,9 +13,9 @@ import pytest
 
 from tests.helpers import EXAMPLES, FORK_BOMB, HARBOR_EXAMPLES, ROOT
 from unscaffold.errors import SandboxUnavailable
-from unscaffold.minimal_harness.sandbox import images
 from unscaffold.minimal_harness.sandbox.base import Limits, Mount, SandboxConfig
 from unscaffold.minimal_harness.sandbox.docker_sandbox import DockerSandbox
+from unscaffold.offline import images
 from unscaffold.run.models import RunConfig
 from unscaffold.run.runner import run
 

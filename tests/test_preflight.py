@@ -237,7 +237,7 @@ def test_a_routed_run_of_a_student_that_cannot_run_exits_1(tmp_path: Path) -> No
 
 @needs_bwrap
 def test_evolve_stops_when_the_student_cannot_run(tmp_path: Path) -> None:
-    bank = Path(__file__).resolve().parent.parent / "unscaffold" / "benchmarks" / "appworld_lite" / "hstar"
+    bank = Path(__file__).resolve().parent.parent / "unscaffold" / "offline" / "appworld_lite" / "hstar"
     (tmp_path / "editor.json").write_text("{}")
     code, out = invoke(["evolve", "appworld_lite", "--student", "anthropic:x", "--editor",
                         f"replay:{tmp_path / 'editor.json'}", "--base", str(bank), "--tasks",

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import CHROMIUM, EXAMPLES, HARBOR_EXAMPLES, HARBOR_REPLAY, needs_bwrap, rendered_dom
+from unscaffold.pages.charts import bar_chart
 from unscaffold.run.models import RunConfig
-from unscaffold.run.report import bar_chart, write_report
+from unscaffold.run.report import write_report
 from unscaffold.run.runner import run
 
 

@@ -31,7 +31,7 @@ def test_a_hint_without_patterns_has_no_fold() -> None:
 def test_chart_labels_are_whole_and_the_label_column_fits_them() -> None:
     from unscaffold.behaviors.html import forest_chart
     from unscaffold.behaviors.stats import Interval
-    from unscaffold.run.report import bar_chart
+    from unscaffold.pages.charts import bar_chart
 
     label = "rescue-trained + h (adaptive) · runs/hs/rescue_h"
     svg = bar_chart("pass@1 per run (%)", [(label, 50.0), ("base + h", 25.0)], maximum=100.0)

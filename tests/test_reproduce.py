@@ -319,7 +319,7 @@ def test_the_table_is_written_in_three_forms_and_printed_folded_at_80_columns(tm
     md = (tmp_path / "table.md").read_text()
     assert "| base + h | 50.0 [16.7, 83.3] | 12.00 | - | - | - | - |  |" in md
     assert "| distilled + h (budget 5) | not run | - | 8 | 40 | 400 | 115 |  |" in md
-    assert "<td>50.0 [16.7, 83.3]</td>" in (tmp_path / "table.html").read_text()
+    assert "<td class=num>50.0 [16.7, 83.3]</td>" in (tmp_path / "table.html").read_text()
     printed = out.getvalue().splitlines()
     assert printed[0] == "harness-zero on retrosynthesis (mini) (2 rows, one block each)"
     assert all(len(line) <= 80 for line in printed[:-1]) and "- a note" in printed

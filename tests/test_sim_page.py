@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from unscaffold.pages.charts import axis, curve_chart
 from unscaffold.rescue.settings import Knobs
-from unscaffold.rescue.sim_page import axis, curve_chart, simulation_page
+from unscaffold.rescue.sim_page import simulation_page
 from unscaffold.rescue.simulate import run_simulation
 
 
@@ -28,10 +29,10 @@ def test_each_curve_is_named_at_its_end_and_in_the_key() -> None:
 def test_the_page_has_settings_numbers_published_figures_and_one_table_a_sweep(tmp_path: Path) -> None:
     result = run_simulation(Knobs(steps=3, repeats=1), seed=0, sweep=("locality",))
     html = simulation_page(result, tmp_path / "simulation.html").read_text()
-    assert "<td>locality</td><td>0.8</td>" in html and "<td>seed</td><td>0</td>" in html
+    assert "<td>locality</td><td class=num>0.8</td>" in html and "<td>seed</td><td class=num>0</td>" in html
     adaptive = result.methods["adaptive"]
-    assert f"<td>adaptive</td><td>{adaptive.effective_group_rate:.3f}</td><td>79.38%</td>" in html
-    assert "<td>46-67%</td>" in html and "Learning from Sibling Harnesses" in html
+    assert f"<td>adaptive</td><td class=num>{adaptive.effective_group_rate:.3f}</td><td class=num>79.38%</td>" in html
+    assert "<td class=num>46-67%</td>" in html and "Learning from Sibling Harnesses" in html
     assert html.count("<svg") == 1 and html.count("<table>") == 3
     point = result.sweeps["locality"][0]
-    assert f"<td>{point.value:g}</td><td>{point.effective_group_rate['grpo']:.3f}</td>" in html
+    assert f"<td>{point.value:g}</td><td class=num>{point.effective_group_rate['grpo']:.3f}</td>" in html

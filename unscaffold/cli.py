@@ -206,8 +206,8 @@ app.add_typer(image_app, name="image")
 
 
 def _image_command(suites: bool, mirror: str | None, suite: str | None) -> None:
-    from unscaffold.minimal_harness.sandbox import images
     from unscaffold.minimal_harness.sandbox.docker_sandbox import connect
+    from unscaffold.offline import images
 
     client = connect()
     tag = images.build_base(client, images.base_recipe(mirror, suite), say=err_console().print)

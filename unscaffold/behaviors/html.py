@@ -9,13 +9,8 @@ from unscaffold.behaviors import tables
 from unscaffold.behaviors.compare import Comparison
 from unscaffold.behaviors.recovery import PooledRecovery, RecoveryTable
 from unscaffold.behaviors.stats import Interval
-from unscaffold.run.report import CSS, bar_chart, chart_label, label_width
-
-TABLE_CSS = """
-table{border-collapse:collapse;background:#fff;margin:8px 0}
-th,td{border:1px solid #dde2ea;padding:4px 8px;text-align:left;font-size:13px} th{background:#f0f3f7}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
-"""
+from unscaffold.pages.charts import bar_chart, chart_label, label_width
+from unscaffold.pages.document import card_html, page, table_html
 
 ELIGIBILITY = ("A task is <b>eligible</b> for a behaviour when the base model shows it under the training-time "
                "harness h* and does not under the deployment harness h. The <b>rate</b> is the share of eligible "
@@ -25,10 +20,7 @@ ELIGIBILITY = ("A task is <b>eligible</b> for a behaviour when the base model sh
 
 def grid_html(grid: tables.Grid, numeric_from: int = 2) -> str:
     headers, rows = grid
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f'<td{" class=num" if i >= numeric_from else ""}>{escape(c)}</td>'
-                                   for i, c in enumerate(row)) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return table_html(headers, rows, numeric_from)
 
 
 def forest_chart(title: str, items: list[tuple[str, Interval]], low: float, high: float) -> str:
@@ -56,15 +48,6 @@ def forest_chart(title: str, items: list[tuple[str, Interval]], low: float, high
     return (f'<svg class="plot" width="{label_w + axis_w + 170}" height="{height}" role="img" '
             f'aria-label="{escape(title)}"><text x="0" y="14" font-size="13" font-weight="600">{escape(title)}</text>'
             f'{zero}{"".join(marks)}{axis}</svg>')
-
-
-def card_html(name: str, value: str) -> str:
-    return f'<div class="card"><span class="muted">{escape(name)}</span><b>{escape(value)}</b></div>'
-
-
-def page(title: str, body: str) -> str:
-    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
-            f"<style>{CSS}{TABLE_CSS}</style></head><body>{body}</body></html>")
 
 
 def recovery_section(table: RecoveryTable, heading: str = "h2") -> str:

@@ -3,6 +3,6 @@
 - `appworld_lite/`: a self-contained app world (the real AppWorld needs its package and data download).
 - `images.py`: builds Docker base images with debootstrap from local packages (no registry to pull from).
 - `tiny.py`: tiny models built from a config, so training and inference code paths run without downloaded weights.
-- `dockerfile.py`: applies what a Harbor task's Dockerfile can give the local sandbox (WORKDIR, ENV, COPY) when no Docker engine runs.
+- `dockerfile.py`: what a Harbor task's Dockerfile can give the local sandbox (WORKDIR, ENV, COPY), no engine.
 - `qwen_bpe.py`: the real Qwen tokenizer rebuilt from a registry package's files (no hub download).
 """

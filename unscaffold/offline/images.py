@@ -33,8 +33,9 @@ BASE_REPOSITORY = "unscaffold-base"
 SUITES_REPOSITORY = "unscaffold-suites"
 LABELS = {"unscaffold": "1"}
 RECIPE_VERSION = 1  # bump when the way the base is made changes, so a new tag is built
-BENCHMARKS_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
+BENCHMARKS_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
 LOCAL_SUITES_DIR = BENCHMARKS_DIR / "image" / "local"
+SUITE_PARENTS = (BENCHMARKS_DIR, Path(__file__).resolve().parent)  # folders whose sub-folders are suites
 SUITE_REQUIREMENTS = Path("image") / "requirements.txt"  # a suite's share of the image, inside its folder
 REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*((?:[<>=!~]=?[^,\s]+,?)*)$")
 APT_SOURCES = Path("/etc/apt")
@@ -213,11 +214,12 @@ def _import(client: Any, rootfs: Path, tag: str, recipe: BaseRecipe) -> None:
         raise SandboxUnavailable(f"docker could not import {tag}: {_one_line(RuntimeError(str(answer)))}")
 
 
-def suite_libraries(benchmarks: Path = BENCHMARKS_DIR) -> dict[str, str]:
+def suite_libraries(parents: Path | tuple[Path, ...] = SUITE_PARENTS) -> dict[str, str]:
     """The libraries the suites' tasks and h* tools import inside the sandbox, name -> lower bound: the
     union of each suite's `image/requirements.txt` (pip's format, one `NAME>=VERSION` a line, `#` comments)."""
     out: dict[str, str] = {}
-    for path in sorted(benchmarks.glob(f"*/{SUITE_REQUIREMENTS}")):
+    folders = (parents,) if isinstance(parents, Path) else parents
+    for path in sorted(p for folder in folders for p in folder.glob(f"*/{SUITE_REQUIREMENTS}")):
         for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             line = raw.partition("#")[0].strip()
             if not line:

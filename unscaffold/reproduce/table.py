@@ -11,6 +11,8 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 
 from unscaffold.iojson import write_json_atomic, write_text_atomic
+from unscaffold.pages.document import page
+from unscaffold.pages.document import table_html as document_table
 from unscaffold.reproduce import published as pub
 from unscaffold.reproduce.plan import Plan
 from unscaffold.reproduce.recipes import MINI_BUDGETS, PAPER_BUDGETS, PAPER_ROUTERS
@@ -224,14 +226,10 @@ def table_markdown(table: Table) -> str:
 
 def table_html(table: Table) -> str:
     e = html.escape
-    head = "".join(f"<th>{e(h)}</th>" for h in HEAD)
-    body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in _cells(row)) + "</tr>" for row in table.rows)
     notes = "".join(f"<li>{e(s)}</li>" for s in _sources(table))
-    return (f"<!doctype html><meta charset='utf-8'><title>{e(table.recipe)} on {e(table.suite)}</title>"
-            "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-            "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child{text-align:left}</style>"
-            f"<h1>{e(table.recipe)} on {e(table.suite)}</h1><p>{e(table.scale)} scale, base model "
-            f"{e(table.model)}</p><table><tr>{head}</tr>{body}</table><ul>{notes}</ul>")
+    return page(f"{table.recipe} on {table.suite}",
+                f"<h1>{e(table.recipe)} on {e(table.suite)}</h1><p>{e(table.scale)} scale, base model "
+                f"{e(table.model)}</p>{document_table(HEAD, [_cells(row) for row in table.rows])}<ul>{notes}</ul>")
 
 
 def write_table(table: Table, folder: Path, console: Console) -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from unscaffold.iojson import write_text_atomic
-from unscaffold.rescue.sim_page import STYLE, curve_chart, table_html
+from unscaffold.pages.charts import curve_chart
+from unscaffold.pages.document import page, table_html
 
 SETTINGS = ("model", "suite", "router", "k", "top_k", "max_steps", "tasks_per_step", "steps_per_generation",
             "learning_rate", "temperature", "max_turns", "max_completion_length", "lora_r", "lora_alpha", "seed",
@@ -64,7 +65,7 @@ def write_training_plot(lines: list[dict[str, Any]], path: Path, summary: dict[s
     title = "rescue GRPO" + (f": {method}" if method else "") + (f" on {suite}" if suite else "")
     parts = [f"<h1>{escape(title)}</h1>"]
     if summary.get("trained") is False:
-        parts.append(f'<p style="color:#b00;font-weight:600">not trained: '
+        parts.append(f'<p class="warn">not trained: '
                      f'{escape(str(summary.get("not_trained_reason") or "no update moved the weights"))}; '
                      "`compare` does not rank this run</p>")
     parts.append("<h2>summary</h2>" + table_html(["figure", "value"], [
@@ -91,6 +92,5 @@ def write_training_plot(lines: list[dict[str, Any]], path: Path, summary: dict[s
     parts += [f"<div>{c}</div>" for c in charts if c]
     parts.append(table_html([name for name, _, _ in STEP_COLUMNS],
                             [[_cell(r.get(key), form) for _, key, form in STEP_COLUMNS] for r in lines]))
-    write_text_atomic(path, f"<!doctype html><meta charset='utf-8'><title>{escape(title)}</title>"
-                      f"<style>{STYLE}</style>{''.join(parts)}")
+    write_text_atomic(path, page(title, "".join(parts)))
     return path

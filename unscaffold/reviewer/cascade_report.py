@@ -7,8 +7,9 @@ from html import escape
 from rich.markup import escape as markup_escape
 from rich.table import Table
 
-from unscaffold.behaviors.html import grid_html, page
+from unscaffold.behaviors.html import grid_html
 from unscaffold.console import out_console
+from unscaffold.pages.document import page
 from unscaffold.reviewer.cascade_whatif import ALL, CascadeWhatIf, whatif_rows
 
 

@@ -14,17 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from unscaffold.iojson import read_json, write_text_atomic
+from unscaffold.pages.charts import bar_chart
+from unscaffold.pages.document import cards_html, page
 from unscaffold.sft.build import read_reviews
 
 OBSERVATION_CHARS = 1500
 
-CSS = """
-body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d2330;background:#fafbfc}
-h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px} .muted{color:#667}
-.cards{display:flex;gap:12px;flex-wrap:wrap;margin:14px 0}
-.card{background:#fff;border:1px solid #dde2ea;border-radius:8px;padding:10px 14px;min-width:120px}
-.card b{display:block;font-size:20px}
-.plots{display:flex;gap:24px;flex-wrap:wrap}
+REPORT_CSS = """
 .filters{position:sticky;top:0;background:#fafbfc;padding:8px 0;border-bottom:1px solid #dde2ea;z-index:2}
 .filters label{margin-right:14px}
 .trial{background:#fff;border:1px solid #dde2ea;border-radius:8px;margin:12px 0;padding:10px 14px}
@@ -33,7 +29,6 @@ h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px} .muted{co
 .badge{display:inline-block;border-radius:4px;padding:0 6px;font-size:12px;font-weight:600;margin-right:6px}
 .PASS{background:#e3f4e8;color:#17803d} .REPLACE{background:#fdecc8;color:#8a5300}
 .SKIPPED{background:#eceff3;color:#556} .NONE{background:#eceff3;color:#556} .ERROR{background:#fde2e1;color:#b42318}
-pre{white-space:pre-wrap;word-break:break-word;background:#f4f6f9;border-radius:6px;padding:6px 8px;margin:4px 0}
 .pair{display:grid;grid-template-columns:1fr 1fr;gap:10px} .pair h4{margin:2px 0;font-size:12px}
 .reason{font-style:italic} .hidden{display:none}
 .hint{color:#445;margin:4px 0} .hint ul{margin:2px 0 2px 18px;padding:0} .re{font-family:monospace;background:#eef}
@@ -59,43 +54,6 @@ new URLSearchParams(location.hash.slice(1)).forEach((v,k)=>{
 document.querySelectorAll('select').forEach(s=>s.addEventListener('change',applyFilters));
 applyFilters();
 """
-
-
-LABEL_CHARS = 64  # a chart label longer than this is cut, with the whole of it as the hover text
-CHAR_PX = 7  # width of a character of a 12 px sans-serif label, about
-
-
-def label_width(labels: list[str]) -> int:
-    """Room for the longest label (up to LABEL_CHARS characters), at least 170 px."""
-    return max(170, CHAR_PX * min(LABEL_CHARS, max((len(label) for label in labels), default=0)) + 12)
-
-
-def chart_label(label: str) -> str:
-    """A chart's row label, whole where it fits, else cut with `…` and whole in its hover title."""
-    shown = label if len(label) <= LABEL_CHARS else label[:LABEL_CHARS - 1] + "…"
-    return f"<title>{escape(label)}</title>{escape(shown)}" if shown != label else escape(shown)
-
-
-def bar_chart(title: str, items: list[tuple[str, float]], maximum: float | None = None, fmt: str = "{:.2f}") -> str:
-    """A horizontal bar chart as inline SVG."""
-    if not items:
-        return ""
-    top = maximum or max(v for _, v in items) or 1.0
-    row, bar_w = 20, 260
-    label_w = label_width([label for label, _ in items])
-    height = row * len(items) + 30
-    bars = []
-    for i, (label, value) in enumerate(items):
-        y = 24 + i * row
-        w = 0 if top == 0 else bar_w * value / top
-        bars.append(
-            f'<text x="0" y="{y + 13}" font-size="12">{chart_label(label)}</text>'
-            f'<rect x="{label_w}" y="{y + 2}" width="{w:.1f}" height="{row - 6}" fill="#4c7bd9"></rect>'
-            f'<text x="{label_w + w + 4:.1f}" y="{y + 13}" font-size="12">{escape(fmt.format(value))}</text>'
-        )
-    return (f'<svg class="plot" width="{label_w + bar_w + 60}" height="{height}" role="img" '
-            f'aria-label="{escape(title)}"><text x="0" y="14" font-size="13" font-weight="600">{escape(title)}</text>'
-            f'{"".join(bars)}</svg>')
 
 
 def _response_html(response: dict[str, Any] | None, *, replacement: bool = False) -> str:
@@ -225,13 +183,10 @@ def render_report(run_dir: Path) -> str:
                   fmt="{:.0f}"),
     ]
     options = "".join(f'<option value="{escape(t)}">{escape(t)}</option>' for t in tasks)
-    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
-<title>unscaffold run · {escape(results['suite'])}</title><style>{CSS}</style></head><body>
-<h1>{escape(results['suite'])} run</h1>
+    return page(f"unscaffold run · {results['suite']}", f"""<h1>{escape(results['suite'])} run</h1>
 <div class="muted">student {escape(results['student'])} · harness {escape(results.get('harness', ''))}
 {(' · reviewer ' + escape(results['reviewer'])) if results.get('reviewer') else ''} · {escape(str(run_dir))}</div>
-<div class="cards">{''.join(f'<div class="card"><span class="muted">{escape(k)}</span><b>{escape(str(v))}</b></div>'
-                             for k, v in cards)}</div>
+{cards_html(cards)}
 <div class="plots">{''.join(plots)}</div>
 <div class="filters">
 <label>task <select id="f-task"><option value="*">all</option>{options}</select></label>
@@ -240,8 +195,7 @@ def render_report(run_dir: Path) -> str:
 <label>outcome <select id="f-outcome"><option value="*">all</option><option value="success">success</option>
 <option value="failure">failure</option></select></label>
 <span class="muted"><span id="shown">{len(trials)}</span> of {len(trials)} trials shown</span></div>
-<h2>Trials</h2>{''.join(trials)}
-<script>{SCRIPT}</script></body></html>"""
+<h2>Trials</h2>{''.join(trials)}""", css=REPORT_CSS, script=SCRIPT)
 
 
 def write_report(run_dir: Path, out: Path | None = None) -> Path:

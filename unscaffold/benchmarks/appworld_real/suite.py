@@ -31,7 +31,7 @@ from unscaffold.offline.appworld_lite.opening import APPWORLD_DEMO, build_openin
 from unscaffold.offline.appworld_lite.prompt import task_message
 
 HERE = Path(__file__).resolve().parent
-LITE = HERE.parent / "appworld_lite"
+LITE = HERE.parent.parent / "offline" / "appworld_lite"
 BRIDGE = HERE / "bridge.py"
 SPLITS = ("train", "dev", "test_normal", "test_challenge")
 DEFAULT_SPLIT = "test_normal"

@@ -33,13 +33,14 @@ import docker.errors
 from docker.types import Ulimit
 
 from unscaffold.errors import EnvironmentBroken, SandboxUnavailable
-from unscaffold.minimal_harness.sandbox import images, owner
+from unscaffold.minimal_harness.sandbox import owner
 from unscaffold.minimal_harness.sandbox.base import SUITES_IMAGE_DIR, ExecResult, SandboxConfig
 from unscaffold.minimal_harness.sandbox.cgroup import SandboxCgroup
 from unscaffold.minimal_harness.sandbox.identity import allocate_uid, hand_back, hand_over, release_uid
 from unscaffold.minimal_harness.sandbox.local import sandbox_env
 from unscaffold.minimal_harness.sandbox.output import OutputCollector
 from unscaffold.minimal_harness.sandbox.stream import TIMEOUT_EXIT_CODE, finish_output
+from unscaffold.offline import images
 
 log = logging.getLogger(__name__)
 LABELS = {"unscaffold": "1"}
