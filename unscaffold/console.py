@@ -52,7 +52,7 @@ def start_invocation() -> None:
 
 def set_level(level: int, replace: bool = False) -> None:
     """Log `unscaffold` records at `level` and above to stderr through rich. Without `replace` the level only
-    rises in detail: `unscaffold --debug run ...` stays at debug although `run` has its own `--debug` unset."""
+    rises in detail: `--debug --verbose` logs at debug, whichever flag is read first."""
     logger = logging.getLogger(LOGGER)
     if not replace and logger.level != logging.NOTSET and logger.level <= level:
         return
