@@ -27,6 +27,7 @@ from pathlib import Path
 
 from perf.common import command_line, printed_as_json
 from unscaffold.minimal_harness.tool import EXECUTE_TOOL, system_prompt
+from unscaffold.run.folder import RunFolder
 from unscaffold.sft.build import build_sft
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,18 +73,17 @@ def synthetic_trial(i: int, turns: int) -> tuple[dict, dict, list[dict]]:
 
 
 def write_run(root: Path, trials: int, turns: int, knowledge: Path | None = None) -> Path:
-    run = root / "run"
+    run = RunFolder(root / "run")
     if knowledge is not None:
-        run.mkdir(parents=True)
-        (run / "knowledge.json").write_text(json.dumps({"path": str(knowledge)}))
+        run.write_knowledge(knowledge)
     for i in range(trials):
-        trial = run / "trials" / f"t{i:05d}"
-        trial.mkdir(parents=True)
+        trial = run.trial(f"t{i:05d}")
+        trial.root.mkdir(parents=True)
         traj, result, reviews = synthetic_trial(i, turns)
-        (trial / "trajectory.json").write_text(json.dumps(traj, indent=2))
-        (trial / "result.json").write_text(json.dumps(result, indent=2))
-        (trial / "reviews.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reviews))
-    return run
+        trial.trajectory.write_text(json.dumps(traj, indent=2))
+        trial.result.write_text(json.dumps(result, indent=2))
+        trial.reviews.write_text("".join(json.dumps(r) + "\n" for r in reviews))
+    return run.root
 
 
 def cpu_s() -> float:
@@ -101,9 +101,9 @@ def timed(fn: Callable[[], object]) -> tuple[float, float]:
 
 def plain_copy(run: Path, out: Path) -> None:
     with open(out, "w", encoding="utf-8") as sink:
-        for trial in sorted((run / "trials").iterdir()):
-            for name in ("result.json", "trajectory.json", "reviews.jsonl"):
-                sink.write((trial / name).read_text(encoding="utf-8"))
+        for trial in RunFolder(run).trials():
+            for path in (trial.result, trial.trajectory, trial.reviews):
+                sink.write(path.read_text(encoding="utf-8"))
 
 
 # build-sft with its default workers, in a process of its own: when it ends, its workers (and a fork server,
@@ -160,7 +160,7 @@ def main() -> None:
             keep("pool", pool["wall"], pool["cpu"])
             keep("plain", *timed(lambda: plain_copy(run, root / "copy.txt")))
             keep("single", *timed(lambda: reports.append(build_sft([run], root / "data1.jsonl", workers=1))))
-        size = sum(p.stat().st_size for p in (run / "trials").rglob("*") if p.is_file())
+        size = sum(p.stat().st_size for p in RunFolder(run).trials_dir.rglob("*") if p.is_file())
     finally:
         shutil.rmtree(root, ignore_errors=True)
     report = reports[-1]

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from unscaffold.behaviors.cases import RECORDINGS_FILE, RecordedCase, RecordedStep, load_cases
 from unscaffold.iojson import write_text_atomic
-from unscaffold.minimal_harness.evidence import EVIDENCE_FILE, read_evidence
 from unscaffold.minimal_harness.trajectory import Trajectory
+from unscaffold.run.folder import RunFolder
 
 
 def record(suite: str, bank: Path, split: str) -> list[RecordedCase]:
@@ -44,9 +44,9 @@ def record(suite: str, bank: Path, split: str) -> list[RecordedCase]:
                                   capture_output=True, text=True)
             if done.returncode != 0:
                 raise SystemExit(f"{case.key}: the run failed: {done.stderr.strip()[-400:]}")
-            trial = next((run / "trials").iterdir())
-            traj = Trajectory.load(trial / "trajectory.json")
-            evidence = read_evidence(trial / EVIDENCE_FILE) or []
+            trial = RunFolder(run).trials()[0]
+            traj = Trajectory.load(trial.trajectory)
+            evidence = trial.read_evidence() or []
         seen = traj.messages[traj.opening_messages:]
         observations = [m.content for m in seen if m.role == "tool"]
         if len(observations) != len(commands) or len(evidence) != len(commands):

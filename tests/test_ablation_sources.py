@@ -19,7 +19,8 @@ from unscaffold.behaviors.tables import ablation_grid
 from unscaffold.errors import InputError
 from unscaffold.reviewer.hook import ReviewHook
 from unscaffold.reviewer.llm import LLMReviewer
-from unscaffold.run.models import KNOWLEDGE_RECORD, RunConfig
+from unscaffold.run.folder import RunFolder
+from unscaffold.run.models import RunConfig
 from unscaffold.run.runner import run
 from unscaffold.sft.build import build_sft
 
@@ -57,8 +58,8 @@ def runs(tmp_path_factory) -> dict[str, Path]:
 
 @needs_bwrap
 def test_each_source_builds_rows_labelled_by_it(runs: dict[str, Path], tmp_path: Path) -> None:
-    assert (runs["reviewer_k"] / KNOWLEDGE_RECORD).is_file()
-    assert not (runs["empty_k"] / KNOWLEDGE_RECORD).exists()  # the reviewer worked without K
+    assert RunFolder(runs["reviewer_k"]).knowledge.is_file()
+    assert not RunFolder(runs["empty_k"]).knowledge.exists()  # the reviewer worked without K
     for source, folder in runs.items():
         report = build_sft([folder], tmp_path / f"{source}.jsonl", include_hstar=True)
         assert (report.kept, report.sources) == (1, {source: 1}), source

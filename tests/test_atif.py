@@ -14,6 +14,7 @@ from unscaffold.llm.types import ChatToolCall, FunctionCall, Message, Usage
 from unscaffold.minimal_harness.atif import AtifTrajectory, export_run, trajectory_to_atif
 from unscaffold.minimal_harness.tool import EXECUTE_TOOL
 from unscaffold.minimal_harness.trajectory import StepRecord, Trajectory
+from unscaffold.run.folder import RunFolder
 
 T0 = "2026-01-02T03:04:05.000+00:00"
 T1 = "2026-01-02T03:04:06.000+00:00"
@@ -179,7 +180,7 @@ def test_export_run_next_to_trajectories(tmp_path: Path) -> None:
     run = _run_dir(tmp_path)
     empty = Trajectory(trial_id="t-c", task_id="x", suite="demo", student="s", tools=[])
     empty.save(run / "trials" / "t-c" / "trajectory.json")  # failed before the first prompt: skipped
-    paths = export_run(run)
+    paths = export_run(RunFolder(run))
     assert paths == [
         run / "trials" / "t-a" / "trajectory.atif.json",
         run / "trials" / "t-b" / "trajectory.atif.json",
@@ -193,7 +194,7 @@ def test_export_run_next_to_trajectories(tmp_path: Path) -> None:
 def test_export_run_into_out_dir(tmp_path: Path) -> None:
     run = _run_dir(tmp_path)
     out = tmp_path / "atif"
-    paths = export_run(run, out)
+    paths = export_run(RunFolder(run), out)
     assert paths == [out / "t-a.atif.json", out / "t-b.atif.json"]
     assert json.loads(paths[1].read_text())["session_id"] == "t-b"
     assert not (run / "trials" / "t-a" / "trajectory.atif.json").exists()
@@ -205,18 +206,18 @@ def test_export_run_malformed_file_names_it(tmp_path: Path) -> None:
     broken.parent.mkdir(parents=True)
     broken.write_text('{"trial_id": "t-z", "messages": [}')
     with pytest.raises(InputError) as info:
-        export_run(run)
+        export_run(RunFolder(run))
     assert str(broken) in str(info.value)
     wrong = json.loads((run / "trials" / "t-a" / "trajectory.json").read_text())
     del wrong["tools"]
     broken.write_text(json.dumps(wrong))
     with pytest.raises(InputError, match="tools"):
-        export_run(run)
+        export_run(RunFolder(run))
 
 
 def test_export_run_needs_a_run_folder(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no trials/ folder"):
-        export_run(tmp_path)
+        export_run(RunFolder(tmp_path))
 
 
 def test_oracle_steps_call_no_model() -> None:

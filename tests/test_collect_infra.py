@@ -7,13 +7,17 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import HARBOR_EXAMPLES, call, eventually, final, needs_bwrap
-from unscaffold.errors import RetryableModelError, SandboxUnavailable
+from unscaffold.benchmarks.registry import load_suite
+from unscaffold.errors import ModelError, RetryableModelError, SandboxUnavailable
 from unscaffold.reviewer.base import RawSubmission, ReviewRequest, ReviewSession
 from unscaffold.reviewer.throttle import ThrottledReviewers
 from unscaffold.run import trial as trial_module
 from unscaffold.run.models import RunConfig
 from unscaffold.run.runner import run
+from unscaffold.run.setup import make_provider, select_tasks
 
 
 @needs_bwrap
@@ -75,6 +79,70 @@ def test_rate_limits_past_the_retries_are_infrastructure(tmp_path: Path, monkeyp
     summary = run(RunConfig(suite="harbor", data=HARBOR_EXAMPLES, student=spec, out=tmp_path,
                             task_ids=["hello-file"]))
     assert summary.per_task == {"hello-file": 1.0} and summary.infra_retried == 1
+
+
+class ProxyRateLimited(RetryableModelError):
+    """A backend's own kind of rate limit: infrastructure by its type, whatever it is called."""
+
+
+class RetryableModelErrorLookalike(ModelError):
+    """Named like the retryable error, but not one: a trial it ends is the trial's failure."""
+
+
+@needs_bwrap
+@pytest.mark.parametrize(("error", "infra"), [(ProxyRateLimited, True), (RetryableModelErrorLookalike, False)])
+def test_model_errors_are_classified_by_type_not_name(tmp_path: Path, monkeypatch, write_replay, error: type,
+                                                     infra: bool) -> None:
+    from unscaffold.llm import replay
+
+    def failing(self, messages, tools):
+        raise error("503 upstream")
+
+    monkeypatch.setattr(replay.ReplayModel, "complete", failing)
+    monkeypatch.setattr("unscaffold.run.runner.time.sleep", lambda s: None)
+    spec = write_replay({"hello-file": [final("ok")]})
+    summary = run(RunConfig(suite="harbor", data=HARBOR_EXAMPLES, student=spec, out=tmp_path,
+                            task_ids=["hello-file"], infra_retries=1))
+    result = json.loads((tmp_path / "trials" / "hello-file" / "result.json").read_text())
+    assert result["exception"] == f"{error.__name__}: 503 upstream"
+    assert result["reason"] == f"{error.__name__}: 503 upstream"
+    assert (result["outcome"], result["infra_error"], result["attempt"]) == ("infra_error", infra, 2 if infra else 1)
+    assert summary.infra_retried == (1 if infra else 0)
+
+
+def _attempt(tmp_path: Path, monkeypatch, raised: Exception) -> trial_module.TrialAttempt:
+    def broken(config):
+        raise raised
+
+    monkeypatch.setattr(trial_module, "open_sandbox", broken)
+    config = RunConfig(suite="harbor", data=HARBOR_EXAMPLES, student="oracle", out=tmp_path,
+                       task_ids=["hello-file"])
+    suite = load_suite("harbor", HARBOR_EXAMPLES)
+    tasks = select_tasks(suite, config)
+    trial_dir = tmp_path / "hello-file"
+    trial_dir.mkdir()
+    return trial_module.attempt_trial(suite, tasks[0], "hello-file", trial_dir,
+                                      make_provider("oracle", suite, tasks), config)
+
+
+class NoUserNamespaces(SandboxUnavailable):
+    """A sandbox's own reason for not starting."""
+
+
+@needs_bwrap
+def test_a_sandbox_that_would_not_start_is_kept_typed(tmp_path: Path, monkeypatch) -> None:
+    done = _attempt(tmp_path, monkeypatch, NoUserNamespaces("user namespaces are off"))
+    assert isinstance(done.error, NoUserNamespaces) and done.sandbox_failed
+    assert (done.result.outcome, done.result.infra_error) == ("infra_error", True)
+    assert done.result.exception == done.result.reason == "NoUserNamespaces: user namespaces are off"
+
+
+@needs_bwrap
+def test_an_os_error_in_setup_is_infrastructure_but_not_the_sandbox(tmp_path: Path, monkeypatch) -> None:
+    done = _attempt(tmp_path, monkeypatch, OSError(28, "No space left on device"))
+    assert isinstance(done.error, OSError) and not done.sandbox_failed
+    assert (done.result.outcome, done.result.infra_error) == ("infra_error", True)
+    assert done.result.exception == "OSError: [Errno 28] No space left on device"
 
 
 @needs_bwrap

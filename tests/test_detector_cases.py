@@ -27,7 +27,8 @@ MINIMUM = 3
 
 def test_every_shipped_bank_with_detectors_is_covered() -> None:
     """A new bank that declares detectors must ship its cases and be listed here."""
-    manifests = [*ROOT.glob("unscaffold/benchmarks/*/hstar/manifest.toml"), *ROOT.glob("examples/**/manifest.toml")]
+    manifests = [*ROOT.glob("unscaffold/benchmarks/*/hstar/manifest.toml"),
+                 *ROOT.glob("unscaffold/offline/*/hstar/manifest.toml"), *ROOT.glob("examples/**/manifest.toml")]
     with_detectors = {m.parent.resolve() for m in manifests if "/k/" not in str(m) and load_bank(m.parent).detectors()}
     assert with_detectors == {p.resolve() for p in BANKS.values()}
 

@@ -19,12 +19,13 @@ import pytest
 
 from tests.helpers import call, final, needs_bwrap
 from unscaffold.benchmarks.registry import load_suite
-from unscaffold.minimal_harness.evidence import EVIDENCE_FILE, MAX_EVENTS_PER_COMMAND, CommandEvidence, read_evidence
+from unscaffold.minimal_harness.evidence import MAX_EVENTS_PER_COMMAND, CommandEvidence, read_evidence
 from unscaffold.minimal_harness.recorder import EvidenceRecorder, append_evidence, preload
 from unscaffold.minimal_harness.recorder.site_hook import _mode
 from unscaffold.minimal_harness.sandbox import open_sandbox
 from unscaffold.minimal_harness.sandbox.base import Sandbox, SandboxKind
 from unscaffold.minimal_harness.sandbox.result import ExecResult
+from unscaffold.run.folder import TrialFolder
 from unscaffold.run.models import RunConfig
 from unscaffold.run.runner import run
 
@@ -334,7 +335,7 @@ def test_a_run_keeps_one_evidence_line_per_command_beside_the_trajectory(tmp_pat
                                 final("done")]})
     run(RunConfig(suite="retrosynthesis", student=spec, out=tmp_path / "run", task_ids=[task]))
     folder = tmp_path / "run" / "trials" / task
-    evidence = read_evidence(folder / EVIDENCE_FILE)
+    evidence = read_evidence(folder / TrialFolder.EVIDENCE)
     trajectory = json.loads((folder / "trajectory.json").read_text())
     assert evidence is not None and [(e.step, e.command) for e in evidence] == [(0, WRITE), (2, check)]
     for line in evidence:  # each line points at the step and the assistant message that ran it
@@ -343,9 +344,9 @@ def test_a_run_keeps_one_evidence_line_per_command_beside_the_trajectory(tmp_pat
                                                                                line.exit_code)
     # run again from the start (the trial not finished): the evidence starts over with the trajectory
     (folder / "result.json").unlink()
-    append_evidence(folder / EVIDENCE_FILE, evidence[0])
+    append_evidence(folder / TrialFolder.EVIDENCE, evidence[0])
     run(RunConfig(suite="retrosynthesis", student=spec, out=tmp_path / "run", task_ids=[task]))
-    again = read_evidence(folder / EVIDENCE_FILE)
+    again = read_evidence(folder / TrialFolder.EVIDENCE)
     assert again is not None and [(e.step, e.command) for e in again] == [(0, WRITE), (2, check)]
 
 

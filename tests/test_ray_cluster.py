@@ -20,6 +20,7 @@ import pytest
 from perf.harness_overhead import make_tasks
 from tests.helpers import HARBOR_EXAMPLES, HARBOR_REPLAY, ROOT, call, eventually, final, needs_bwrap
 from unscaffold.minimal_harness.atif import export_run
+from unscaffold.run.folder import RunFolder
 from unscaffold.run.models import RunConfig
 from unscaffold.run.runner import run
 from unscaffold.sft.build import build_sft
@@ -109,7 +110,7 @@ def test_a_collection_on_the_cluster_gives_the_local_run_folder(cluster: Any, tm
     remote_rows = build_sft([tmp_path / "ray"], tmp_path / "ray.jsonl")
     assert remote_rows.kept == local_rows.kept and remote_rows.dropped == local_rows.dropped
     assert (tmp_path / "ray.jsonl").read_text() == (tmp_path / "local.jsonl").read_text()
-    assert len(export_run(tmp_path / "ray", None)) == 4
+    assert len(export_run(RunFolder(tmp_path / "ray"), None)) == 4
     again = run(collection(tmp_path / "ray", f"ray:{cluster.address}"))  # resume: nothing left to run
     events = [json.loads(x) for x in (tmp_path / "ray" / "events.jsonl").read_text().splitlines()]
     assert again.per_task == local.per_task and sum(e["event"] == "trial_started" for e in events) == 4

@@ -172,7 +172,8 @@ def test_sigkill_half_way_then_resume_finishes_every_trial_once(tmp_path: Path) 
 KILL_DRIVER = """
 import os, sys
 from pathlib import Path
-from unscaffold.run import runner, trial
+from unscaffold.run import runner
+from unscaffold.run.folder import RunFolder, TrialFolder
 from unscaffold.run.models import RunConfig
 
 kill_after = int(sys.argv[1])
@@ -187,8 +188,8 @@ def counted(write):
             os._exit(9)  # as abrupt as SIGKILL: no cleanup, no flush
     return wrapper
 
-runner.append_jsonl = counted(runner.append_jsonl)
-trial.write_json_atomic = counted(trial.write_json_atomic)
+RunFolder.append_event = counted(RunFolder.append_event)  # the events
+TrialFolder.write_result = counted(TrialFolder.write_result)  # each trial's commit point
 runner.run(RunConfig(suite="harbor", data=Path(sys.argv[2]), student="replay:" + sys.argv[3], out=Path(sys.argv[4])))
 """
 

@@ -132,15 +132,20 @@ def test_the_adapter_loads_under_hf_and_merges(trained: tuple[Path, Path], learn
 def test_cli_reads_the_config_file_and_flags_override(learnable_tiny: Path, tmp_path: Path) -> None:
     data = write_rows(tmp_path / "data.jsonl", overfit_rows(4))
     (tmp_path / "c.toml").write_text(f'model = "{learnable_tiny}"\nlora_r = 4\nlora_alpha = 8\nbatch_size = 2\n'
-                                     "per_device_batch_size = 2\nmax_steps = 5\nlr_scheduler = \"linear_to_min_lr\"\n")
+                                     "per_device_batch_size = 2\nmax_steps = 5\nlr_scheduler = \"linear_to_min_lr\"\n"
+                                     "[trl]\nadam_beta2 = 0.9\noptim = \"adamw_torch\"\n")
     args = ["train-sft", str(data), "--out", str(tmp_path / "run"), "--config", str(tmp_path / "c.toml"),
-            "--max-steps", "3", "--no-gradient-checkpointing"]
+            "--max-steps", "3", "--no-gradient-checkpointing", "--trl", "adam_beta2=0.95", "--peft",
+            "use_rslora=true"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     config = json.loads((tmp_path / "run" / "train_config.json").read_text())
     assert (config["lora_r"], config["lora_alpha"], config["max_steps"], config["gradient_checkpointing"]) == (
         4, 8, 3, False)
-    assert json.loads((tmp_path / "run" / "summary.json").read_text())["steps"] == 3
+    passed = {"--trl": {"adam_beta2": 0.95, "optim": "adamw_torch"}, "--peft": {"use_rslora": True}}
+    assert (config["trl"], config["peft"]) == (passed["--trl"], passed["--peft"])  # the file's table, the flag won
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["steps"] == 3 and summary["record"]["passed_through"] == passed
     # linear decay to the floor after one warm-up step (5% of 3 steps, rounded up): the lr each step used
     floor = 1e-6 / 2e-4
     assert [x["lr"] for x in log_lines(tmp_path / "run")] == pytest.approx(

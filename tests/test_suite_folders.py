@@ -19,9 +19,10 @@ SELF_CONTAINED = ("retrosynthesis", "spreadsheet", "appworld_lite")  # need no -
 
 
 def test_each_suite_name_has_its_folder() -> None:
-    assert {name: suite_folder(name).relative_to(BENCHMARKS).as_posix() for name in SUITES} == {
-        "harbor": "harbor", "spreadsheet": "spreadsheet", "retrosynthesis": "retrosynthesis",
-        "appworld_lite": "appworld_lite", "appworld": "appworld_real"}
+    assert {name: suite_folder(name).relative_to(BENCHMARKS.parent).as_posix() for name in SUITES} == {
+        "harbor": "benchmarks/harbor", "spreadsheet": "benchmarks/spreadsheet",
+        "retrosynthesis": "benchmarks/retrosynthesis",
+        "appworld_lite": "offline/appworld_lite", "appworld": "benchmarks/appworld_real"}
     with pytest.raises(InputError, match=r"^SUITE: unknown suite 'nope'; known: appworld, appworld_lite, harbor"):
         suite_folder("nope")
 

@@ -245,8 +245,9 @@ class Worker:
         if self.proc is not None:
             kill_group(self.proc)
             for stream in (self.proc.stdin, self.proc.stdout, self.stderr):
-                with contextlib.suppress(OSError):
-                    stream.close()  # type: ignore[union-attr]
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
             self.proc = None
 
 

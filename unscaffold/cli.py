@@ -130,16 +130,14 @@ def print_routed(config: RunConfig) -> None:
 def print_summary(results: dict, out: Path) -> None:
     """One row per trial (from its result.json), the trials whose environment or verifier failed apart
     from those the student failed, the skipped tasks, then the run's totals."""
-    from unscaffold.iojson import load_model
-    from unscaffold.run.models import TrialResult
+    from unscaffold.run.folder import RunFolder
 
     table = Table(title=inert(f"{results['suite']} run"), caption=inert(f"student {results['student']}"))
     for name, justify in (("trial", "left"), ("reward", "right"), ("turns", "right"), ("replaced", "right"),
                           ("outcome", "left"), ("note", "left")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     not_student, approximate = [], []
-    for path in sorted((out / "trials").glob("*/result.json")):
-        r = load_model(path, TrialResult)
+    for r in RunFolder(out).read_trial_results():
         note = r.reason or r.exception or ""
         if r.environment_notes and r.outcome not in ERROR_OUTCOMES:
             approximate.append(r)
@@ -167,7 +165,7 @@ def print_summary(results: dict, out: Path) -> None:
         f"pass@1 {results['pass_at_1']:.2f}% over {results['n_tasks']} tasks / {results['n_trials']} trials{extra}"
         f"  replacements={results['replacements']}  reviewer_calls={results['reviewer_calls']}"
         f"{f'  calls_saved={saved}' if saved else ''}  wall={results['wall_time_s']:.1f}s\n"
-        f"results: {out / 'results.json'}",
+        f"results: {RunFolder(out).results}",
         highlight=False,
     )
 
@@ -235,8 +233,9 @@ image_app.command("suites")(command_from_model(ImageSettings, "image suites", []
 def export_atif(s: ExportAtifSettings, values: dict[str, Any]) -> None:
     """Export every trial's trajectory to ATIF v1.7 for Harbor-side tools."""
     from unscaffold.minimal_harness.atif import export_run
+    from unscaffold.run.folder import RunFolder
 
-    paths = export_run(s.run_dir, s.out)
+    paths = export_run(RunFolder(s.run_dir), s.out)
     out_console().print(f"wrote {len(paths)} ATIF trajectories")
 
 
@@ -356,8 +355,9 @@ def behaviors_command(s: BehaviorsSettings, values: dict[str, Any]) -> None:
         rows = taught_counts(taught, bank_detectors(groups[0][1], bank)[1])
     tables = [recovery_table(*group, rule=chosen, min_eligible=min_eligible, bank=bank, taught=rows)
               for group in groups]
-    result: RecoveryTable | PooledRecovery = tables[0] if len(tables) == 1 else pooled(tables)
-    show = (lambda: print_recovery(tables[0])) if len(tables) == 1 else (lambda: print_pooled(result))
+    several = pooled(tables) if len(tables) > 1 else None
+    result: RecoveryTable | PooledRecovery = tables[0] if several is None else several
+    show = (lambda: print_recovery(tables[0])) if several is None else (lambda: print_pooled(several))
     emit(result, lambda: recovery_page(result), out, as_json, show)
 
 
@@ -466,10 +466,11 @@ def demo_command(config: DemoConfig, values: dict[str, Any]) -> None:
     """The whole pipeline offline: K, evaluations under h and h*, reviewed collection, SFT, tuned evaluation,
     behaviour recovery, rescue RL, comparison and reports."""
     from unscaffold.demo import PLUMBING, REAL, TINY, Demo
+    from unscaffold.run.folder import RunFolder
 
     if config.shipped():
-        err_console().print("Using the shipped recorded students and reviewer (examples/replay/demo_*.json) and the "
-                      "built-in tiny model: offline, a few minutes on two cores.", highlight=False)
+        err_console().print("Using the shipped recorded students and reviewer (examples/replay/demo_*.json) and "
+                            "the built-in tiny model: offline, a few minutes on two cores.", highlight=False)
     if not values["no_preflight"]:
         from unscaffold.preflight import check_models, check_training
 
@@ -488,8 +489,8 @@ def demo_command(config: DemoConfig, values: dict[str, Any]) -> None:
         out_console().print(PLUMBING, style="yellow", highlight=False)
     out_console().print(REAL, highlight=False, soft_wrap=True)
     out = config.out
-    out_console().print(f"reports: {out / 'compare.html'}  {out / 'behaviors.html'}  {out / 'collect' / 'report.html'}",
-                        highlight=False)
+    out_console().print(f"reports: {out / 'compare.html'}  {out / 'behaviors.html'}  "
+                        f"{RunFolder(out / 'collect').report}", highlight=False)
 
 
 app.command("demo")(command_from_model(DemoConfig, "demo", [

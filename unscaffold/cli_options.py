@@ -62,7 +62,7 @@ class ModelOption:
             return list[str] | None
         if self.text:
             return str | None
-        kind = self.field.annotation
+        kind: Any = self.field.annotation  # any type form: a class, a union, list[...], Literal[...]
         args = [a for a in typing.get_args(kind) if a is not type(None)]
         if typing.get_origin(kind) in (typing.Union, types.UnionType) and len(args) == 1:
             kind = args[0]
@@ -73,7 +73,7 @@ class ModelOption:
     def default(self) -> Any:
         """The field's default as the command line spells it (a comma-separated list as text)."""
         value = self.field.get_default(call_default_factory=True)
-        if value is PydanticUndefined:
+        if value is PydanticUndefined or value == {}:  # an empty table (`--trl`): nothing given
             return None
         if isinstance(value, list) and not self.repeat:
             return ",".join(map(str, value)) or None
@@ -116,6 +116,13 @@ def _set(tree: dict[str, Any], path: str, value: Any) -> None:
     tree[leaf] = value
 
 
+def _get(tree: dict[str, Any], path: str) -> Any:
+    node: Any = tree
+    for key in path.split("."):
+        node = node.get(key) if isinstance(node, dict) else None
+    return node
+
+
 def build_settings(model: type[BaseModel], ctx: click.Context, given: dict[str, Any], fixed: dict[str, Any],
                    config_file: Path | None, section: str | None = None) -> BaseModel:
     """The model from the config file, the flags given on the command line (which win) and `fixed` values
@@ -131,7 +138,10 @@ def build_settings(model: type[BaseModel], ctx: click.Context, given: dict[str, 
     for option in options:
         source = ctx.get_parameter_source(option.param)
         if source is not None and source.name != "DEFAULT":
-            _set(data, option.path, given[option.param])
+            value, table = given[option.param], _get(data, option.path)
+            if option.repeat and isinstance(table, dict):  # KEY=VALUE flags add to the file's table (--trl)
+                value = [table, *value]
+            _set(data, option.path, value)
             from_flags[option.path] = option.flag
     data.update(fixed)
     try:

@@ -26,6 +26,7 @@ from unscaffold.console import out_console
 from unscaffold.flags import comma_list_kept_empty, flag
 from unscaffold.reproduce.execute import StageFailed, StageRun, execute
 from unscaffold.reproduce.plan import DIR, Plan, Stage
+from unscaffold.run.folder import RunFolder
 from unscaffold.run.models import DEFAULT_REPLACE_BUDGET
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -202,7 +203,7 @@ class Demo:
                    "--min-eligible", "1", *taught, "--json", "--out", f"{d}/compare.html", out="compare.json",
                    stdout=True, after=(*runs, "build-sft")),
             _stage("report", "the collection's HTML report (review timelines)", "report", f"{d}/collect",
-                   out="collect/report.html", after=("collect",)),
+                   out=f"collect/{RunFolder.REPORT}", after=("collect",)),
         ]
         return Plan(recipe="demo", suite=SUITE, scale="mini", model=c.model, train=train, test=test, stages=stages)
 

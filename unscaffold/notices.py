@@ -12,7 +12,14 @@ from collections.abc import Callable
 _seen: set[str] = set()
 _lock = threading.Lock()
 log = logging.getLogger(__name__)
-sink: Callable[[str], None] = lambda line: (sys.stderr.write(line + "\n"), sys.stderr.flush())  # noqa: E731
+
+
+def _to_stderr(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+sink: Callable[[str], None] = _to_stderr
 
 
 def cause_key(cause: str, *ids: str) -> str:

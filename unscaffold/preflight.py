@@ -329,7 +329,7 @@ def docker_problem(flag: str = "--sandbox") -> str | None:
         path = host.removeprefix("unix://")
         if not Path(path).exists():
             return f"{flag} docker: no Docker daemon answers at {host} (no socket): {advice}"
-        answer = _exchange(lambda s: s.connect(path), socket.AF_UNIX, ping, TIMEOUT_S)
+        answer: bytes | str | None = _exchange(lambda s: s.connect(path), socket.AF_UNIX, ping, TIMEOUT_S)
     elif host.startswith(("tcp://", "http://", "https://")):
         h, port = _host_port(host.replace("tcp://", "http://"))
         answer = tcp_problem(h, port) or (None if host.startswith("https://") or os.environ.get("DOCKER_TLS_VERIFY")

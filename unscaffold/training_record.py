@@ -63,6 +63,8 @@ class TrainingRecord(BaseModel):
     not_trained_reason: str | None = None
     cost: TrainingCost
     warm_start: str | None = Field(None, description="the adapter training started from; its cost is included")
+    passed_through: dict[str, dict[str, Any]] = Field(default_factory=dict, description="fields given to TRL's "
+                                                      "and PEFT's configs as they are, by flag (`--trl`, `--peft`)")
     notes: list[str] = Field(default_factory=list, description="what the record could not count")
 
 
@@ -119,27 +121,31 @@ def evaluation_settings(config: Any) -> dict[str, Any]:
 
 
 def sft_record(data: Any, model: str, base_path: str, steps: int, seed: int, clock: Clock,
-               changed: bool) -> TrainingRecord:
+               changed: bool, passed: dict[str, dict[str, Any]] | None = None) -> TrainingRecord:
     """The record of a `train-sft` run: the collection runs its data came from (through build-sft's report
     beside the data) are part of its cost, and their tasks are its train tasks."""
     from pathlib import Path
 
     from unscaffold.errors import InputError
-    from unscaffold.iojson import load_model, read_json
+    from unscaffold.iojson import read_json
+    from unscaffold.run.folder import RunFolder
     from unscaffold.run.models import RunConfig, RunResults
     from unscaffold.sft.build import report_path
 
     notes: list[str] = []
-    runs, configs = [], []
+    runs: list[RunResults] = []
+    configs: list[RunConfig] = []
     report = report_path(Path(data))
     if report.is_file():
         raw = read_json(report)
         for run in raw.get("runs", []) if isinstance(raw, dict) else []:
+            folder = RunFolder(run)
             try:
-                runs.append(load_model(Path(run) / "results.json", RunResults))
-                configs.append(load_model(Path(run) / "config.json", RunConfig))
+                runs.append(folder.read_results())
+                configs.append(folder.read_config())
             except InputError:
-                notes.append(f"collection run {run}: no readable results.json/config.json; its cost is not counted")
+                notes.append(f"collection run {run}: no readable {folder.RESULTS}/{folder.CONFIG}; its cost is not "
+                             "counted")
     else:
         notes.append(f"{report.name} not found beside the data: the collection's cost is not counted")
     cost, tasks = collection_cost(runs)
@@ -156,7 +162,7 @@ def sft_record(data: Any, model: str, base_path: str, steps: int, seed: int, clo
                           suite=configs[0].suite if configs else None, train_tasks=tasks, evaluation=evaluation,
                           seed=seed, trained=changed and steps > 0,
                           not_trained_reason=None if changed and steps > 0 else "no update moved the weights",
-                          cost=cost, notes=notes)
+                          cost=cost, notes=notes, passed_through=passed or {})
 
 
 def lora_b(model: Any) -> dict[str, Any]:

@@ -326,9 +326,10 @@ def compare(runs: list[RunRecord], *, baseline: Path | None = None, seed: int = 
     labels = [r.label() for r in runs]
     base = default_baseline(runs, labels)
     if baseline is not None:
-        base = next((r for r in runs if r.path.resolve() == Path(baseline).resolve()), None)  # type: ignore[assignment]
-        if base is None:
+        named = next((r for r in runs if r.path.resolve() == Path(baseline).resolve()), None)
+        if named is None:
             raise UnscaffoldError(f"--baseline {baseline}: not one of the compared runs")
+        base = named
     names = unique_labels(labels, runs)
     reference = base.success()
     marks = row_marks(runs, labels, base)

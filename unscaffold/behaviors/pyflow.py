@@ -74,9 +74,9 @@ class Flow:
         for _ in range(3):
             for name, values in seen.items():
                 if len(values) == 1:
-                    value = self.value(values[0], out)
-                    if value is not None:
-                        out[name] = value
+                    text = self.value(values[0], out)
+                    if text is not None:
+                        out[name] = text
         return out
 
     def value(self, node: ast.AST | None, names: dict[str, str] | None = None) -> str | None:
@@ -236,8 +236,9 @@ class Flow:
                 for k in call.keywords:
                     if k.arg in params:
                         yield ast.Name(id=k.arg, ctx=ast.Store()), k.value
-                for ret in (n for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value is not None):
-                    yield ast.Name(id=f"{fn.name}()", ctx=ast.Store()), ret.value
+                for ret in (n for n in ast.walk(fn) if isinstance(n, ast.Return)):
+                    if ret.value is not None:
+                        yield ast.Name(id=f"{fn.name}()", ctx=ast.Store()), ret.value
 
     def tainted(self, source: Source) -> set[str]:
         names: set[str] = set()

@@ -25,6 +25,7 @@ from unscaffold.errors import UnscaffoldError
 from unscaffold.knowledge.bank import load_bank
 from unscaffold.knowledge.hstar import bank_for_harness
 from unscaffold.outcomes import ERROR_OUTCOMES, Outcome
+from unscaffold.run.folder import RunFolder, TrialFolder
 from unscaffold.run.models import TrialResult
 
 Rule = Literal["any", "majority"]
@@ -144,7 +145,7 @@ def task_shows(run: RunRecord, detectors: dict[str, DetectorSpec], rule: Rule) -
             try:
                 evidence = run.evidence(trial)
             except (UnscaffoldError, ValueError, RecursionError, OSError) as e:
-                notes.append(f"{trial.trial_id}: evidence.jsonl not read ({first_line(e)}); read from the text")
+                notes.append(f"{trial.trial_id}: {TrialFolder.EVIDENCE} not read ({first_line(e)}); read from the text")
                 evidence = None
             reading = read_trial(detectors, traj, evidence)
             for component in detectors:
@@ -180,7 +181,7 @@ def behaviours(detectors: dict[str, DetectorSpec]) -> dict[str, list[str]]:
 
 def without_completed_trial(run: RunRecord) -> set[str]:
     return {task for task, trials in run.by_task.items()
-            if not any(completed(t) and (run.trial_dir(t.trial_id) / "trajectory.json").exists()
+            if not any(completed(t) and run.trial_folder(t.trial_id).trajectory.exists()
                        for t in trials)}
 
 
@@ -213,7 +214,7 @@ def bank_detectors(base_hstar: RunRecord, bank: Path | None = None) -> tuple[Pat
                 suite_bank = suite.bank_path()
         bank = bank_for_harness(harness, suite_bank)
         if not (bank / "manifest.toml").is_file():
-            raise UnscaffoldError(f"{base_hstar.name}: its h* bank {str(bank)!r} (config.json harness) is not "
+            raise UnscaffoldError(f"{base_hstar.name}: its h* bank {str(bank)!r} ({RunFolder.CONFIG} harness) is not "
                                   "found from here; pass --bank")
     detectors = load_bank(bank).detectors()
     if not detectors:
@@ -243,7 +244,8 @@ def recovery_table(base_h: RunRecord, base_hstar: RunRecord, tuned: RunRecord, *
     missing = {role: sorted(without_completed_trial(run)) for role, run in
                (("base_h", base_h), ("base_hstar", base_hstar), ("tuned", tuned))}
     excluded = set().union(*map(set, missing.values()))
-    kept, dropped = [], []
+    kept: list[BehaviorRow] = []
+    dropped: list[BehaviorRow] = []
     for component, same in behaviours(detectors).items():
         spec = detectors[component]
         eligible = sorted(shows["base_hstar"][component] - shows["base_h"][component] - excluded)

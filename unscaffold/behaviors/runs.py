@@ -12,10 +12,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from unscaffold.behaviors.labels import RunLabel, label_run
 from unscaffold.errors import InputError, UnscaffoldError
-from unscaffold.iojson import load_model, read_json, validation_error
-from unscaffold.minimal_harness.evidence import EVIDENCE_FILE, CommandEvidence, read_evidence
+from unscaffold.iojson import validation_error
+from unscaffold.minimal_harness.evidence import CommandEvidence
 from unscaffold.minimal_harness.trajectory import Trajectory
 from unscaffold.run.aggregate import SUCCESS
+from unscaffold.run.folder import RunFolder, TrialFolder
 from unscaffold.run.models import RunConfig, RunResults, TrialResult
 
 
@@ -25,11 +26,11 @@ class RunRecord(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
     path: Path
     config: RunConfig
-    raw_config: dict[str, Any] = Field(description="config.json as written, with fields newer than RunConfig")
+    raw_config: dict[str, Any] = Field(description=f"{RunFolder.CONFIG} as written, with fields newer than RunConfig")
     results: RunResults
     trials: list[TrialResult]
     trial_dirs: dict[str, Path] = Field(default_factory=dict, description="trial id -> its folder (a routed run "
-                                        "keeps its trials in by-harness/NAME/trials)")
+                                        f"keeps its trials in {RunFolder.BY_HARNESS}/NAME/{RunFolder.TRIALS})")
 
     @property
     def name(self) -> str:
@@ -53,40 +54,42 @@ class RunRecord(BaseModel):
         return label_run(self.path, self.raw_config)
 
     def trajectory(self, trial: TrialResult) -> Trajectory | None:
-        path = self.trial_dir(trial.trial_id) / "trajectory.json"
-        return Trajectory.load(path) if path.exists() else None
+        return self.trial_folder(trial.trial_id).read_trajectory()
 
     def evidence(self, trial: TrialResult) -> list[CommandEvidence] | None:
         """What the trial's commands were recorded doing (None: recorded without evidence)."""
-        return read_evidence(self.trial_dir(trial.trial_id) / EVIDENCE_FILE)
+        return self.trial_folder(trial.trial_id).read_evidence()
 
-    def trial_dir(self, trial_id: str) -> Path:
-        return self.trial_dirs.get(trial_id) or self.path / "trials" / trial_id
+    def trial_folder(self, trial_id: str) -> TrialFolder:
+        found = self.trial_dirs.get(trial_id)
+        return TrialFolder(found) if found else RunFolder(self.path).trial(trial_id)
 
 
 def load_run(path: Path) -> RunRecord:
     path = Path(path)
+    folder = RunFolder(path)
     if not path.is_dir():
         raise InputError(str(path), None, "run folder not found")
-    if not (path / "results.json").exists():
-        raise InputError(str(path), None, "no results.json: not a finished run (re-running its command resumes it)")
-    results = load_model(path / "results.json", RunResults)
-    routed = not (path / "config.json").exists() and (path / "routing.json").exists()
-    parts = sorted(p for p in (path / "by-harness").glob("*") if (p / "config.json").is_file()) if routed else [path]
+    if not folder.results.exists():
+        raise InputError(str(path), None, f"no {folder.RESULTS}: not a finished run (re-running its command "
+                         "resumes it)")
+    results = folder.read_results()
+    routed = folder.routed()
+    parts = folder.parts() if routed else [folder]
     if not parts:
-        raise InputError(str(path), None, "a routed run without by-harness/NAME runs")
-    raw = read_json(parts[0] / "config.json")
+        raise InputError(str(path), None, f"a routed run without {folder.BY_HARNESS}/NAME runs")
+    raw = parts[0].read_raw_config()
     if routed:  # the run as a whole: its harness is the route, each part names the router that chose it
         raw = {**raw, "out": str(path), "harness": results.harness, "task_ids": None}
     try:
         config = RunConfig.model_validate(raw)
     except ValidationError as e:
-        raise validation_error(str(parts[0] / "config.json"), e) from None
-    found = [p for part in parts for p in sorted((part / "trials").glob("*/result.json"))]
-    trials = [load_model(p, TrialResult) for p in found]
+        raise validation_error(str(parts[0].config), e) from None
+    found = [trial for part in parts for trial in part.finished_trials()]
+    trials = [trial.read_result() for trial in found]
     if not trials:
-        raise InputError(str(path), None, "no trial results under trials/")
-    dirs = {t.trial_id: p.parent for t, p in zip(trials, found, strict=True)} if routed else {}
+        raise InputError(str(path), None, f"no trial results under {folder.TRIALS}/")
+    dirs = {t.trial_id: trial.root for t, trial in zip(trials, found, strict=True)} if routed else {}
     return RunRecord(path=path, config=config, raw_config=raw, results=results, trials=trials, trial_dirs=dirs)
 
 

@@ -21,8 +21,10 @@ from unscaffold.terminal_text import inert
 
 
 def trial_rule(rule: str) -> Rule:
-    if rule == "any" or rule == "majority":
-        return rule
+    if rule == "any":
+        return "any"
+    if rule == "majority":
+        return "majority"
     raise UnscaffoldError(f"--rule: unknown rule {rule!r}; use any or majority"
                           f"{did_you_mean(rule, ('any', 'majority'))}")
 

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from unscaffold.errors import UnscaffoldError
 from unscaffold.flags import flag
+from unscaffold.run.folder import RunFolder
 
 LLM_LOG = "llm.jsonl"
 
@@ -55,17 +56,19 @@ def spent(out: Path, budget: Budget) -> Spent:
             s.calls += 1
             s.input_tokens += int(usage.get("input_tokens", 0))
             s.output_tokens += int(usage.get("output_tokens", 0))
-    for results in sorted((out / "runs").glob("*/results.json")):
+    for run in (RunFolder(p) for p in sorted((out / "runs").glob("*"))):
+        if not run.results.exists():
+            continue
         try:
-            data = json.loads(results.read_text(encoding="utf-8"))
+            data = json.loads(run.results.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             continue
         student = (data.get("tokens") or {}).get("student") or {}
         s.input_tokens += int(student.get("input", 0))
         s.output_tokens += int(student.get("output", 0))
-        for trial in results.parent.glob("trials/*/result.json"):
+        for trial in run.finished_trials():
             try:
-                s.calls += int(json.loads(trial.read_text(encoding="utf-8")).get("turns", 0))
+                s.calls += int(json.loads(trial.result.read_text(encoding="utf-8")).get("turns", 0))
             except (OSError, json.JSONDecodeError, ValueError):
                 continue
     s.usd = (s.input_tokens * budget.price_in_per_mtok + s.output_tokens * budget.price_out_per_mtok) / 1e6

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from unscaffold.evolve.budget import check_budget
 from unscaffold.evolve.config import EvolveConfig
-from unscaffold.iojson import load_model
 from unscaffold.outcomes import Outcome
-from unscaffold.run.models import RunConfig, TrialResult
+from unscaffold.run.folder import RunFolder
+from unscaffold.run.models import RunConfig
 from unscaffold.run.runner import RunStalled, run
 
 
@@ -28,7 +28,7 @@ class Evaluator:
         c = self.config
         if not task_ids:
             return {}
-        if not (self.run_dir(name) / "results.json").exists():
+        if not RunFolder(self.run_dir(name)).results.exists():
             check_budget(c.out, c.budget)
             self.progress(f"student under {Path(bank).name}: {len(task_ids)} tasks x {trials} (runs/{name})")
         config = RunConfig(
@@ -42,8 +42,7 @@ class Evaluator:
         if summary.n_trials and summary.outcomes.get(Outcome.INFRA_ERROR, 0) == summary.n_trials:  # nothing to learn
             raise RunStalled(f"the student could not run (runs/{name}): {summary.infra_cause}")
         rewards: dict[str, list[float]] = {t: [] for t in sorted(task_ids)}
-        for path in sorted((self.run_dir(name) / "trials").glob("*/result.json")):
-            result = load_model(path, TrialResult)
+        for result in RunFolder(self.run_dir(name)).read_trial_results():
             rewards[result.task_id].append(result.reward)
         return rewards
 

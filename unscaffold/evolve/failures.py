@@ -7,10 +7,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from unscaffold.iojson import load_model
 from unscaffold.minimal_harness.trajectory import Trajectory
+from unscaffold.run.folder import RunFolder, TrialFolder
 from unscaffold.run.models import TrialResult
-from unscaffold.run.trial import RESULT, TRAJECTORY
 
 PASS = 1.0 - 1e-9
 MAX_CHARS = 8_000  # per trajectory: head and tail kept
@@ -63,18 +62,18 @@ def render(traj: Trajectory, result: TrialResult, limit: int = MAX_CHARS) -> str
 
 def collect_failures(run_dirs: list[Path], rewards: dict[str, float]) -> dict[str, Failure]:
     """Failing task id -> its failure, read from whichever run folder holds the task's trial."""
-    found: dict[str, Path] = {}
+    found: dict[str, TrialFolder] = {}
     for run_dir in run_dirs:
-        for path in sorted((run_dir / "trials").glob(f"*/{RESULT}")):
-            result = load_model(path, TrialResult)
+        for trial in RunFolder(run_dir).finished_trials():
+            result = trial.read_result()
             if result.task_id in rewards and not passed(rewards[result.task_id]):
-                found.setdefault(result.task_id, path)
+                found.setdefault(result.task_id, trial)
     limit = max(MIN_CHARS, min(MAX_CHARS, TOTAL_CHARS // max(1, len(found))))
     out = {}
-    for task_id, path in sorted(found.items()):
-        result = load_model(path, TrialResult)
-        traj_path = path.parent / TRAJECTORY
-        text = render(Trajectory.load(traj_path), result, limit) if traj_path.exists() else \
+    for task_id, trial in sorted(found.items()):
+        result = trial.read_result()
+        traj = trial.read_trajectory()
+        text = render(traj, result, limit) if traj is not None else \
             f"[no trajectory]\n[score] reward {result.reward:g}: {result.reason}"
         out[task_id] = Failure(task_id=task_id, reward=result.reward, reason=result.reason, text=text)
     return out

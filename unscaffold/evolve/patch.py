@@ -44,7 +44,7 @@ def bank_diff(parent: Path, child: Path) -> str:
         return {p.relative_to(root).as_posix() for p in root.rglob("*")
                 if p.is_file() and "__pycache__" not in p.parts}
 
-    out = []
+    out: list[str] = []
     for rel in sorted(files(parent) | files(child)):
         a, b = _text(parent / rel), _text(child / rel)
         if a != b:

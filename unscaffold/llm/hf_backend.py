@@ -134,7 +134,7 @@ class HFModel:
         try:
             path = resolve_model_path(self.path)
             tokenizer = AutoTokenizer.from_pretrained(path)
-            model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+            model: torch.nn.Module = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
             if self.adapter:
                 from peft import PeftModel
 
@@ -172,7 +172,7 @@ def _context_length(config: Any) -> int | None:
 
 def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
     """Stop at any end token the generation config, the tokenizer or the Qwen template uses."""
-    ids: list[int] = []
+    ids: list[object] = []  # ints kept below
     configured = getattr(model.generation_config, "eos_token_id", None)
     ids.extend(configured if isinstance(configured, list) else [configured])
     ids.append(tokenizer.eos_token_id)

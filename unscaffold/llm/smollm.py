@@ -118,8 +118,9 @@ def _convert(source: Path, out: Path) -> None:
 
     tokenizer = AutoTokenizer.from_pretrained(str(source.parent), gguf_file=source.name)
     model = AutoModelForCausalLM.from_pretrained(str(source.parent), gguf_file=source.name, dtype=torch.float32)
-    if getattr(model, "hf_quantizer", None) is not None:  # save_pretrained refuses a GGUF-loaded model until then
-        model.hf_quantizer.remove_quantization_config(model)
+    quantizer = getattr(model, "hf_quantizer", None)
+    if quantizer is not None:  # save_pretrained refuses a GGUF-loaded model until then
+        quantizer.remove_quantization_config(model)
     tokenizer.chat_template = read_trl_template(TEMPLATE)
     eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.convert_tokens_to_ids(

@@ -14,7 +14,7 @@ from unscaffold.flags import flag
 from unscaffold.llm.base import Model
 from unscaffold.llm.output_check import repaired_response, response_problem
 from unscaffold.llm.types import AssistantResponse, Message
-from unscaffold.minimal_harness.evidence import EVIDENCE_FILE, CommandEvidence
+from unscaffold.minimal_harness.evidence import CommandEvidence
 from unscaffold.minimal_harness.harness import Harness, MinimalHarness
 from unscaffold.minimal_harness.recorder import EvidenceRecorder, append_evidence, reset_evidence
 from unscaffold.minimal_harness.sandbox.base import Sandbox
@@ -23,10 +23,11 @@ from unscaffold.minimal_harness.sandbox.watchdog import workspace_overflow
 from unscaffold.minimal_harness.tool import TOOL_NAME, format_problem
 from unscaffold.minimal_harness.trajectory import ExitStatus, StepRecord, Trajectory, TrajectoryWriter, now_iso
 
-# Sees the visible transcript and the proposal; returns what will run (the proposal itself to pass).
 DEFAULT_MAX_TURNS = 40
 MaxTurns = Annotated[int, Field(ge=1, description="Student turns per trial.", json_schema_extra=flag("--max-turns"))]
-ReviewHook = Callable[[list[Message], AssistantResponse], AssistantResponse]
+# What the loop calls on each proposal: sees the visible transcript and the proposal, returns what will run (the
+# proposal itself to pass). The reviewer's implementation is `unscaffold.reviewer.hook.ReviewHook`.
+ProposalFilter = Callable[[list[Message], AssistantResponse], AssistantResponse]
 
 
 def pass_through(transcript: list[Message], proposal: AssistantResponse) -> AssistantResponse:
@@ -69,21 +70,23 @@ class Agent:
         trajectory: Trajectory,
         *,
         config: AgentConfig | None = None,
-        review_hook: ReviewHook = pass_through,
+        review_hook: ProposalFilter = pass_through,
         save_path: Path | None = None,
         harness: Harness | None = None,
         evidence: EvidenceRecorder | None = None,
+        evidence_path: Path | None = None,
     ) -> None:
-        """`evidence`: the sandbox's recorder; each `execute` command then adds a line to `evidence.jsonl`
-        beside `save_path`."""
+        """`evidence`: the sandbox's recorder; with `evidence_path` (the trial's evidence.jsonl), each
+        `execute` command then adds a line there."""
         self.model, self.sandbox, self.traj = model, sandbox, trajectory
-        self.evidence = evidence
-        self.evidence_path = save_path.parent / EVIDENCE_FILE if save_path is not None else None
+        self.evidence = evidence if evidence_path is not None else None
+        self.evidence_path = evidence_path
         self.harness = harness or MinimalHarness()
         self.config = config or AgentConfig()
         self.review_hook, self.save_path = review_hook, save_path
         self.writer = TrajectoryWriter(save_path) if save_path is not None else None
         self.format_errors_in_row = 0
+        self.error: ModelError | None = None  # the model error that ended the episode, kept typed for the caller
         self._t0 = time.monotonic()
 
     def run(self, instruction: str, opening: list[Message] | None = None) -> Trajectory:
@@ -109,6 +112,7 @@ class Agent:
                     self.traj.exception = str(e) if e.status == "error" else None
             except ModelError as e:
                 self.traj.exit_status, self.traj.exception = "error", f"{type(e).__name__}: {e}"
+                self.error = e
             self.traj.ended_at = now_iso()
             self.traj.wall_s = time.monotonic() - self._t0
             self.save()
@@ -171,9 +175,9 @@ class Agent:
         self.format_errors_in_row = 0
         call = response.tool_calls[0]
         t = time.monotonic()
-        record.command = call.arguments.get("command") if call.name == TOOL_NAME else None
+        record.command = call.arguments.get("command") if call.name == TOOL_NAME and call.arguments else None
         recording = self.evidence is not None and record.command is not None
-        if recording:
+        if recording and self.evidence is not None:
             self.evidence.begin()
         result = self.harness.run_call(call, self.sandbox, self.sandbox.config.timeout_s, self.traj.messages)
         record.exec_s, record.exit_code, record.timed_out = time.monotonic() - t, result.exit_code, result.timed_out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
@@ -16,9 +16,11 @@ from unscaffold.llm.types import ChatToolCall, Usage
 from unscaffold.minimal_harness.trajectory import StepRecord, Trajectory
 from unscaffold.strict import Strict
 
-SCHEMA_VERSION = "ATIF-v1.7"
+if TYPE_CHECKING:  # the run folder is read through its object; the run layer sits above the harness
+    from unscaffold.run.folder import RunFolder
+
+SCHEMA_VERSION: Final = "ATIF-v1.7"
 AGENT_NAME = "unscaffold-minimal"
-ATIF_FILENAME = "trajectory.atif.json"
 
 log = logging.getLogger(__name__)
 
@@ -237,16 +239,17 @@ def trajectory_to_atif(traj: Trajectory) -> dict[str, Any]:
     return data
 
 
-def export_run(run_dir: Path, out_dir: Path | None = None) -> list[Path]:
+def export_run(run: RunFolder, out_dir: Path | None = None) -> list[Path]:
     """Write an ATIF file for every trial of a run: next to its trajectory.json
     (`trials/<id>/trajectory.atif.json`), or flat as `<out_dir>/<id>.atif.json`. Trials with no
     messages (they failed before the first prompt) have nothing to export and are skipped."""
-    run_dir = Path(run_dir)
-    trials = run_dir / "trials"
-    if not trials.is_dir():
-        raise InputError(str(run_dir), None, "not a run folder: it has no trials/ folder")
+    if not run.trials_dir.is_dir():
+        raise InputError(str(run.root), None, f"not a run folder: it has no {run.TRIALS}/ folder")
     written: list[Path] = []
-    for source in sorted(trials.glob("*/trajectory.json")):
+    for trial in run.trials():
+        source = trial.trajectory
+        if not source.exists():
+            continue
         traj = Trajectory.load(source)  # InputError naming the file when malformed
         if not traj.messages:
             log.warning("%s: no messages; nothing to export", source)
@@ -255,8 +258,7 @@ def export_run(run_dir: Path, out_dir: Path | None = None) -> list[Path]:
             document = trajectory_to_atif(traj)
         except ValidationError as e:
             raise validation_error(str(source), e, prefix="atif") from None
-        trial_id = source.parent.name
-        target = source.parent / ATIF_FILENAME if out_dir is None else Path(out_dir) / f"{trial_id}.atif.json"
+        target = trial.atif if out_dir is None else Path(out_dir) / f"{trial.id}.atif.json"
         write_json_atomic(target, document)
         written.append(target)
     return written

@@ -15,7 +15,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-EVIDENCE_FILE = "evidence.jsonl"
 # Bounds a recorder keeps so one command cannot make its record unbounded.
 MAX_EVENTS_PER_COMMAND = 5_000
 MAX_VALUE_CHARS = 2_000  # a recorded argument, result or file content is cut to this many characters

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import functools
 from importlib import resources
-from typing import Any
+from typing import Any, Final
 
 from unscaffold.llm.types import AssistantResponse
 
-TOOL_NAME = "execute"
+TOOL_NAME: Final = "execute"
 
 EXECUTE_TOOL: dict[str, Any] = {
     "type": "function",

@@ -81,7 +81,8 @@ def _one_line(e: BaseException, limit: int = 300) -> str:
 
 
 def _deb822_entries(text: str) -> list[dict[str, str]]:
-    entries, current = [], {}
+    entries: list[dict[str, str]] = []
+    current: dict[str, str] = {}
     for line in text.splitlines() + [""]:
         if not line.strip():
             if current:

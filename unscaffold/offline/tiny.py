@@ -204,7 +204,7 @@ def _train_tokenizer() -> object:
             pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
         ]
     )
-    tok.decoder = decoders.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()  # it takes no settings (keyword arguments were ignored)
     trainer = trainers.BpeTrainer(
         vocab_size=2000,
         min_frequency=1,

@@ -122,7 +122,7 @@ def resolve(suite: str, scale: Scale, models: Models, sources: Sources | None = 
         model = models.model or demo.TINY
         student = models.student or shipped.student
         hstar = models.hstar_student or (shipped.hstar_student if models.student is None else student)
-        reviewer = models.reviewer or shipped.reviewer
+        reviewer: str | None = models.reviewer or shipped.reviewer
     else:
         if models.model is None:
             raise UnscaffoldError(f"--model: {scale} scale on {suite} needs the base model (the offline mini scale "

@@ -16,6 +16,7 @@ from unscaffold.pages.document import table_html as document_table
 from unscaffold.reproduce import published as pub
 from unscaffold.reproduce.plan import Plan
 from unscaffold.reproduce.recipes import MINI_BUDGETS, PAPER_BUDGETS, PAPER_ROUTERS
+from unscaffold.run.folder import RunFolder
 
 
 class Measured(BaseModel):
@@ -90,7 +91,7 @@ def _harness_zero(plan: Plan, folder: Path) -> Table:
     budgets = MINI_BUDGETS if plan.scale == "mini" else PAPER_BUDGETS
     for budget in budgets:
         b = f"b{budget}"
-        collected = _read(folder / f"collect-{b}" / "results.json")
+        collected = _read(RunFolder(folder / f"collect-{b}").results)
         cost = _sft_cost(collected, _read(folder / f"adapter-{b}" / "summary.json"))
         rows.append(Row(label=f"distilled + h (budget {budget})", measured=_measured(folder, f"tuned-{b}"),
                         published=pub.harness_zero_cell("distilled + h", plan.suite) if budget == budgets[0] else None,
@@ -99,7 +100,7 @@ def _harness_zero(plan: Plan, folder: Path) -> Table:
         if not stage.name.startswith("tuned-abl-"):
             continue
         name = stage.name.removeprefix("tuned-abl-")
-        cost = _sft_cost(_read(folder / f"collect-abl-{name}" / "results.json"),
+        cost = _sft_cost(_read(RunFolder(folder / f"collect-abl-{name}").results),
                          _read(folder / f"adapter-abl-{name}" / "summary.json"))
         rows.append(Row(label=f"ablation: {name}", measured=_measured(folder, stage.name), cost=cost,
                         published=pub.ablation_cell(name, plan.suite), note=stage.about))

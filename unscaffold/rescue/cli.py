@@ -81,8 +81,8 @@ def pool_command(s: PoolSettings, values: dict[str, Any]) -> None:
     table = Table(title=f"pool {loaded.spec.name} ({loaded.spec.suite})")
     for col in ("sibling", "parent", "repairs", "bank"):
         table.add_column(col)
-    for s in loaded.spec.siblings:
-        table.add_row(s.name, s.parent, ", ".join(s.repairs), str(loaded.banks[s.name]))
+    for sib in loaded.spec.siblings:
+        table.add_row(sib.name, sib.parent, ", ".join(sib.repairs), str(loaded.banks[sib.name]))
     out_console().print(table)
 
 
@@ -153,6 +153,7 @@ def route_command(config: RouteConfig, values: dict[str, Any]) -> None:
     from unscaffold.rescue.router_loader import load_router
     from unscaffold.rescue.settings import default_router
     from unscaffold.rescue.validation import load_table
+    from unscaffold.run.folder import RunFolder
     from unscaffold.run.models import RunConfig
 
     suite, out = config.suite, config.out
@@ -161,7 +162,7 @@ def route_command(config: RouteConfig, values: dict[str, Any]) -> None:
 
         check_run(config.student, None, config.sandbox, others=[*(("--profiler", p) for p in config.profilers),
                                                                 *(("--voter", v) for v in config.voters)])
-    loaded = materialise(load_pool(config.pool or shipped_pool(suite)), out / "pool")
+    loaded = materialise(load_pool(config.pool or shipped_pool(suite)), RunFolder(out).pool_dir)
     table = load_table(config.validation) if config.validation else None
     chooser = load_router(default_router(config.router, config.validation), loaded.names, table,
                           seed=config.seed, profilers=config.profilers or None, voters=config.voters or None)
@@ -175,6 +176,8 @@ def route_command(config: RouteConfig, values: dict[str, Any]) -> None:
 def print_routed_run(suite: str, summary: dict[str, Any], out: Path) -> None:
     """How a routed run ends, from `rescue route` or `run --harness route:POOL`: which harness each task ran
     under and its reward, pass@1, then exit 1 where the run is not a clean result."""
+    from unscaffold.run.folder import RunFolder
+
     table = Table(title=f"{suite}: rank-1 routing ({summary['router']} router)")
     for name, justify in (("task", "left"), ("harness", "left"), ("reward", "right")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
@@ -182,7 +185,7 @@ def print_routed_run(suite: str, summary: dict[str, Any], out: Path) -> None:
         table.add_row(inert(tid), inert(harness), f"{summary['per_task'].get(tid, 0.0):.2f}")
     out_console().print(table)
     out_console().print(f"pass@1 {summary['pass_at_1']:.2f}% over {summary['n_tasks']} tasks; "
-                        f"results: {out / 'results.json'}", highlight=False)
+                        f"results: {RunFolder(out).results}", highlight=False)
     exit_on_problem(summary)
 
 
@@ -193,11 +196,10 @@ rescue_app.command("route")(command_from_model(RouteConfig, "rescue route", suit
 def _results(run: Path) -> Any:
     """A run's results.json, or None where there is none readable (table_from_runs says what is missing)."""
     from unscaffold.errors import InputError
-    from unscaffold.iojson import load_model
-    from unscaffold.run.models import RunResults
+    from unscaffold.run.folder import RunFolder
 
     try:
-        return load_model(run / "results.json", RunResults)
+        return RunFolder(run).read_results()
     except InputError:
         return None
 

@@ -85,7 +85,7 @@ class HarnessEnvironment:
         self._transcript, self._format_errors, self._ended = [], 0, None
         return None
 
-    def execute(self, command: str):  # type: ignore[no-untyped-def]  # no return hint: no schema `return` key
+    def execute(self, command: str):  # no return hint: no schema `return` key
         return self._call("execute", {"command": command})
 
     # The docstring is the harness's own EXECUTE_TOOL, so a schema built from it (transformers'
@@ -140,8 +140,8 @@ class HarnessEnvironment:
             self._format_errors = 0
             observations = [harness.run_call(parsed[0], self._sandbox, self.context.command_timeout_s,
                                              self._transcript).observation(self.context.suite.output_cut_chars)]
-        for call, observation in zip(parsed, observations, strict=True):
-            self._transcript.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=observation))
+        for done, observation in zip(parsed, observations, strict=True):
+            self._transcript.append(Message(role="tool", tool_call_id=done.id, name=done.name, content=observation))
         return observations
 
     def _close(self) -> None:
@@ -187,7 +187,7 @@ def environment_class(context: EnvironmentContext) -> type[HarnessEnvironment]:
     return type(name, (HarnessEnvironment,), members)
 
 
-class ReplyTools(dict):  # type: ignore[type-arg]
+class ReplyTools(dict):
     """One rollout's tools as TRL's tool loop looks them up, answering as h answers a reply.
 
     TRL runs each call of a reply on its own, an unknown name as "Tool X not found" and arguments that are

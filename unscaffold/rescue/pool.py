@@ -136,7 +136,7 @@ def source_bank(pool: Pool, source: str, field: str) -> Path:
         from unscaffold.benchmarks import load_suite
 
         if pool.hstar is not None:  # a suite over real data needs its data: train() sets it from the loaded suite
-            bank = pool.hstar
+            bank: Path | None = pool.hstar
         else:
             with load_suite(pool.spec.suite) as suite:
                 bank = suite.bank_path()

@@ -46,6 +46,7 @@ class Reanchor(BaseModel):
         refuse_test_tasks(((t.id, t.split) for t in self.tasks), "--reanchor-tasks", "a router")
 
     def run(self, step: int, adapter: Path) -> ValidationTable:
+        from unscaffold.run.folder import RunFolder
         from unscaffold.run.models import RunConfig
         from unscaffold.run.trial import TrialContext, run_trial
 
@@ -60,7 +61,7 @@ class Reanchor(BaseModel):
                                max_turns=self.max_turns, command_timeout_s=self.command_timeout_s,
                                finish_checks=False)  # as the training rollouts meet their harness
             for task in self.tasks:
-                trial_dir = run_dir / "trials" / task.id
+                trial_dir = RunFolder(run_dir).trial(task.id).root
                 trial_dir.mkdir(parents=True, exist_ok=True)
                 run_trial(self.suite, task, task.id, trial_dir, provider, config, TrialContext(harness=harness))
                 self.trials += 1

@@ -11,7 +11,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from unscaffold.iojson import write_json_atomic
 from unscaffold.rescue.pool import BASE, Pool
 from unscaffold.rescue.routers import Router, TaskView
 from unscaffold.rescue.settings import default_router
@@ -25,8 +24,8 @@ def route_tasks(router: Router, tasks: list[TaskView]) -> dict[str, list[str]]:
 def run_routed(config: Any, pool: Pool, router: Router, progress: Any = None) -> dict[str, Any]:
     """`config` is the RunConfig of the whole run; its `harness` is ignored (each group gets its own)."""
     from unscaffold.benchmarks import load_suite
-    from unscaffold.iojson import load_model
     from unscaffold.run.aggregate import aggregate
+    from unscaffold.run.folder import RunFolder
     from unscaffold.run.models import TrialResult
     from unscaffold.run.runner import run as run_suite
     from unscaffold.run.setup import select_tasks
@@ -40,17 +39,19 @@ def run_routed(config: Any, pool: Pool, router: Router, progress: Any = None) ->
             groups[harness].append(tid)
         t0 = time.monotonic()
         results: list[TrialResult] = []
+        folder = RunFolder(config.out)
         for harness, ids in sorted(groups.items()):
+            part = folder.part(harness)
             sub = config.model_copy(update={
-                "out": config.out / "by-harness" / harness, "task_ids": ids,
+                "out": part.root, "task_ids": ids,
                 "harness": pool.spec.base if harness == BASE else str(pool.banks[harness])})
             run_suite(sub, progress=progress)
-            results += [load_model(p, TrialResult) for p in sorted((sub.out / "trials").glob("*/result.json"))]
+            results += part.read_trial_results()
         routed = config.model_copy(update={"harness": f"route:{pool.path}"})
         summary = aggregate(suite, routed, tasks, results, wall_time_s=time.monotonic() - t0).model_dump(mode="json")
         summary.update(router=router.name, harness_per_task=chosen)
-        write_json_atomic(config.out / "routing.json", {"router": router.name, "rankings": rankings})
-        write_json_atomic(Path(config.out) / "results.json", summary)
+        folder.write_routing(router.name, rankings)
+        folder.write_results(summary)
         return summary
 
 
@@ -63,10 +64,11 @@ def run_route_spec(config: Any) -> dict[str, Any]:
     from unscaffold.rescue.pool import load_pool, materialise, shipped_pool
     from unscaffold.rescue.router_loader import load_router
     from unscaffold.rescue.validation import load_table
+    from unscaffold.run.folder import RunFolder
 
     spec = config.harness[len(ROUTE_PREFIX):]
     pool_path = shipped_pool(config.suite) if spec in ("", "shipped") else Path(spec)
-    loaded = materialise(load_pool(pool_path), Path(config.out) / "pool")
+    loaded = materialise(load_pool(pool_path), RunFolder(config.out).pool_dir)
     table = load_table(config.router_validation) if config.router_validation else None
     router = load_router(default_router(config.router, config.router_validation), loaded.names, table)
     return run_routed(config, loaded, router)

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from unscaffold.flags import Concurrency, DataFolder, SplitFile, TaskIds, Trials, flag
 from unscaffold.minimal_harness.sandbox.base import SandboxChoice
+from unscaffold.passthrough import PassThrough
 
 PoolFile = Annotated[Path | None, Field(description="pool.toml (default: the suite's shipped pool).",
                                         json_schema_extra=flag("--pool"))]
@@ -19,6 +20,28 @@ Profilers = Annotated[list[str], Field(default_factory=list, description="Model 
                                        "(repeat).", json_schema_extra=flag("--profiler", repeat=True))]
 Voters = Annotated[list[str], Field(default_factory=list, description="Model spec voting (repeat; default: the "
                                     "profilers).", json_schema_extra=flag("--voter", repeat=True))]
+
+
+# What `rescue train` builds TRL's GRPOConfig and PEFT's LoraConfig from itself; `--trl` / `--peft` give any other
+# field (e.g. `--trl vllm_gpu_memory_utilization=0.5` for colocated vLLM on a shared GPU).
+RESCUE_TRL = PassThrough("--trl", "trl.GRPOConfig", set_by={
+    "output_dir": "--out", "num_generations": "--k",
+    "per_device_train_batch_size": "--k, --tasks-per-step and --steps-per-generation",
+    "gradient_accumulation_steps": "a generation batch is split into --steps-per-generation optimiser steps",
+    "max_steps": "--max-steps", "learning_rate": "--learning-rate",
+    "loss_type": "the published objective (rescue/objective.py)", "beta": "the published objective has no KL term",
+    "epsilon": "--eps-low", "epsilon_high": "--eps-high", "steps_per_generation": "--steps-per-generation",
+    "num_iterations": "--num-iterations", "vllm_importance_sampling_correction": "--use-vllm",
+    "vllm_importance_sampling_mode": "the published correction truncates per token",
+    "vllm_importance_sampling_clip_max": "--correction-cap", "max_completion_length": "--max-completion-length",
+    "max_tool_calling_iterations": "--max-turns", "temperature": "--temperature", "use_vllm": "--use-vllm",
+    "vllm_mode": "--vllm-mode", "seed": "--seed",
+    "save_strategy": "the adapter is saved at the end, checkpoints only to re-anchor",
+    "use_cpu": "the CPU exactly when no GPU is visible",
+}, defaults=frozenset({"logging_steps", "report_to", "bf16", "disable_tqdm"}))
+RESCUE_PEFT = PassThrough("--peft", "peft.LoraConfig", set_by={
+    "r": "--lora-r", "lora_alpha": "--lora-alpha", "target_modules": "every linear layer, as the SFT recipe",
+    "task_type": "a causal language model"})
 
 
 def default_router(router: str | None, validation: Path | None) -> str:

@@ -102,9 +102,9 @@ def run_method(method: str, world: World, rng: np.random.Generator, base_rng: np
             p_sib = world.sibling_p(effect, logit, world.cause, world.noise)
             for t in failed:
                 if method == "same_harness":
-                    w = rng.binomial(k, sigmoid(logit[t]))
+                    w = int(rng.binomial(k, sigmoid(logit[t])))
                 else:
-                    chosen = route(method, t, world, table, rng)
+                    chosen = route(method, int(t), world, table, rng)
                     w = int((rng.random(k) < p_sib[t, chosen]).sum())
                     under_siblings[t] = True
                 trained_wins[t] = w

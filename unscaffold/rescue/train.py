@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
 
 from unscaffold.benchmarks.base import Suite
 from unscaffold.benchmarks.splits import refuse_test_tasks
@@ -30,11 +30,20 @@ from unscaffold.flags import DataFolder, SplitFile, TaskIds, comma_list_kept_emp
 from unscaffold.iojson import append_jsonl, write_json_atomic
 from unscaffold.minimal_harness.agent import DEFAULT_MAX_TURNS, MaxTurns
 from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, CommandTimeout, SandboxChoice
+from unscaffold.passthrough import PassedThrough, own_flags
 from unscaffold.rescue.groups import SUCCESS, GroupOutcome, effective, step_stats
 from unscaffold.rescue.objective import CORRECTION_CAP, EPS_HIGH, EPS_LOW, ObjectiveConfig, grpo_objective_args
 from unscaffold.rescue.pool import BASE
 from unscaffold.rescue.routers import ROUTERS, ControlRouter, Router, TaskView, default_top_k, pick, prefers_base
-from unscaffold.rescue.settings import PoolFile, Profilers, ValidationTable, Voters, default_router
+from unscaffold.rescue.settings import (
+    RESCUE_PEFT,
+    RESCUE_TRL,
+    PoolFile,
+    Profilers,
+    ValidationTable,
+    Voters,
+    default_router,
+)
 from unscaffold.sft.config import LORA_ALPHA, LORA_RANK, RECIPE_SEED
 from unscaffold.training_record import (
     Clock,
@@ -157,6 +166,20 @@ class RescueTrainConfig(BaseModel):
                                     json_schema_extra=flag("--reanchor-max-turns"))
     reanchor_max_new_tokens: int = Field(512, ge=1, description="Tokens per validation turn.",
                                          json_schema_extra=flag("--reanchor-max-new-tokens"))
+    trl: PassedThrough = Field(default_factory=dict, json_schema_extra=flag("--trl", repeat=True),
+                               description=RESCUE_TRL.help())
+    peft: PassedThrough = Field(default_factory=dict, json_schema_extra=flag("--peft", repeat=True),
+                                description=RESCUE_PEFT.help())
+
+    @field_validator("trl")
+    @classmethod
+    def _trl_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return RESCUE_TRL.check(value, own_flags(cls))
+
+    @field_validator("peft")
+    @classmethod
+    def _peft_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return RESCUE_PEFT.check(value, own_flags(cls))
 
     @model_validator(mode="before")
     @classmethod
@@ -181,6 +204,9 @@ def check_options(config: RescueTrainConfig) -> None:
     """Refuse, before anything loads, what the trainer cannot do."""
     rows, world = config.k * config.tasks_per_step, world_size()
     if config.init_adapter is not None:
+        if config.peft:
+            raise InputError("--peft", None, "a warm start (--init-adapter) trains the adapter as it was saved; "
+                             "--peft has nothing to set")
         if not (config.init_adapter / "adapter_config.json").is_file():
             raise InputError("--init-adapter", None, f"{config.init_adapter}: not a LoRA adapter folder (no "
                              "adapter_config.json)")
@@ -488,22 +514,16 @@ def reanchor_callback(config: RescueTrainConfig, suite: Any, harnesses: dict[str
     return ReanchorCallback(), runner
 
 
-def make_trainer(config: RescueTrainConfig, model_path: Path, factories: dict[str, Any], rows: list[dict[str, Any]],
-                 tool_schemas: dict[str, list[dict[str, Any]]] | None = None, **hook: Any) -> Any:
+def grpo_arguments(config: RescueTrainConfig) -> dict[str, Any]:
+    """The recipe's GRPOConfig arguments (every key named in RESCUE_TRL.set_by or its defaults)."""
     import torch
-    from datasets import Dataset
-    from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOConfig
 
-    from unscaffold.rescue.trl_rescue import RescueGRPOTrainer, RescueHook
-
-    rows_per_generation = config.k * config.tasks_per_step
     objective = ObjectiveConfig(eps_low=config.eps_low, eps_high=config.eps_high,
                                 correction_cap=config.correction_cap,
                                 steps_per_generation=config.steps_per_generation,
                                 num_iterations=config.num_iterations)
-    args = GRPOConfig(
+    rows_per_generation = config.k * config.tasks_per_step
+    return dict(
         output_dir=str(config.out / "trainer"), per_device_train_batch_size=rows_per_generation
         // (config.steps_per_generation * world_size()), num_generations=config.k, gradient_accumulation_steps=1,
         max_steps=config.max_steps, learning_rate=config.learning_rate,
@@ -513,16 +533,39 @@ def make_trainer(config: RescueTrainConfig, model_path: Path, factories: dict[st
         logging_steps=1, save_strategy="no", report_to=[], seed=config.seed, bf16=torch.cuda.is_available(),
         use_cpu=not torch.cuda.is_available(), disable_tqdm=True,
     )
+
+
+def grpo_config(config: RescueTrainConfig) -> Any:
+    """TRL's GRPOConfig: the recipe's arguments, then the `--trl` fields."""
+    from trl import GRPOConfig
+
+    return GRPOConfig(**RESCUE_TRL.apply(grpo_arguments(config), config.trl))
+
+
+def lora_config(config: RescueTrainConfig) -> Any:
+    """PEFT's LoraConfig of a fresh adapter: the recipe's rank and alpha on all linear layers, then `--peft`."""
+    from peft import LoraConfig
+
+    recipe = dict(r=config.lora_r, lora_alpha=config.lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM")
+    return LoraConfig(**RESCUE_PEFT.apply(recipe, config.peft))
+
+
+def make_trainer(config: RescueTrainConfig, model_path: Path, factories: dict[str, Any], rows: list[dict[str, Any]],
+                 tool_schemas: dict[str, list[dict[str, Any]]] | None = None, **hook: Any) -> Any:
+    from datasets import Dataset
+    from peft import LoraConfig, PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
+
+    from unscaffold.rescue.trl_rescue import RescueGRPOTrainer, RescueHook
+
+    args = grpo_config(config)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
-    model = AutoModelForCausalLM.from_pretrained(model_path)
+    model: PreTrainedModel | PeftModel = AutoModelForCausalLM.from_pretrained(model_path)
     from unscaffold.llm.hf_backend import quiet_after_first_load
 
     quiet_after_first_load()  # the re-anchoring runs load the checkpoint again: no second round of bars
-    lora: LoraConfig | None = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, target_modules="all-linear",
-                                         task_type="CAUSAL_LM")
+    lora: LoraConfig | None = lora_config(config)
     if config.init_adapter is not None:  # a warm start: the adapter trains on from where it was
-        from peft import PeftModel
-
         model, lora = PeftModel.from_pretrained(model, str(config.init_adapter), is_trainable=True), None
     return RescueGRPOTrainer(
         model=model, args=args, processing_class=tokenizer, train_dataset=Dataset.from_list(rows),
@@ -582,6 +625,7 @@ def rescue_record(config: RescueTrainConfig, model_path: Path, task_ids: list[st
         recipe="rescue", method=config.router, base_model=config.model, base_model_path=str(model_path),
         suite=config.suite, train_tasks=sorted(task_ids), seed=config.seed, trained=reason is None,
         not_trained_reason=reason, cost=cost, warm_start=str(config.init_adapter) if warm else None,
+        passed_through={flag: values for flag, values in (("--trl", config.trl), ("--peft", config.peft)) if values},
         evaluation={"suite": config.suite, "split": config.split, "opening": config.opening,
                     "max_turns": config.max_turns, "command_timeout_s": config.command_timeout_s,
                     "max_completion_length": config.max_completion_length, "temperature": config.temperature,

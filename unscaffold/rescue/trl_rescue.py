@@ -126,8 +126,8 @@ class RescueGRPOTrainer(GRPOTrainer):
             methods = {getattr(m, "__name__", None) for m in env_tools[name]}
             names = {s["function"]["name"] for s in schemas}
             if methods != names:
-                raise RuntimeError(f"environment {name}: methods {sorted(methods)} differ from its harness's tools "
-                                   f"{sorted(names)}")
+                raise RuntimeError(f"environment {name}: methods {sorted(methods, key=str)} differ from its harness's "
+                                   f"tools {sorted(names)}")
             env_tools[name] = list(schemas)
 
     def _keep_rewards(self) -> None:
@@ -142,9 +142,12 @@ class RescueGRPOTrainer(GRPOTrainer):
             kept.__name__ = getattr(func, "__name__", f"reward_{index}")
             return kept
 
-        if any(isinstance(f, torch.nn.Module) for f in self.reward_funcs):
-            raise ValueError("rescue rewards come from the environments' verifiers, not from reward models")
-        self.reward_funcs = [keeping(i, f) for i, f in enumerate(self.reward_funcs)]
+        funcs: list[Callable[..., list[float | None]]] = []
+        for f in self.reward_funcs:
+            if isinstance(f, torch.nn.Module) or not callable(f):  # a model, or a model's name
+                raise ValueError("rescue rewards come from the environments' verifiers, not from reward models")
+            funcs.append(f)
+        self.reward_funcs = [keeping(i, f) for i, f in enumerate(funcs)]
 
     def _scored_rewards(self) -> list[float]:
         """Every rank's summed rewards of the last scoring, in rank order (as TRL sums them: weighted, None as 0)."""
@@ -158,6 +161,8 @@ class RescueGRPOTrainer(GRPOTrainer):
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         k, n = self.num_generations, len(inputs)
+        if k is None or self.model is None:
+            raise RuntimeError("rescue training needs a model and num_generations (make_trainer sets both)")
         rank, world = self.accelerator.process_index, self.accelerator.num_processes
         if self.rescue.spread and self.model.training:  # row r of the global batch is rollout r % K of its group
             spread = self.rescue.spread
@@ -206,7 +211,7 @@ class RescueGRPOTrainer(GRPOTrainer):
         tools = [ReplyTools(env, completions[i]) if isinstance(env, HarnessEnvironment) else None
                  for i, env in enumerate(getattr(self, "environments", None) or [])]
         if tools and all(t is not None for t in tools):
-            self._sync_tool_dicts = tools
+            self._sync_tool_dicts = [t for t in tools if t is not None]
         out = super()._tool_call_loop(prompts, prompt_ids, completion_ids, completions, *rest)
         for t in tools:
             if t is not None:

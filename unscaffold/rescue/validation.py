@@ -67,25 +67,23 @@ def load_table(path: Path) -> ValidationTable:
 
 def table_from_runs(runs: dict[str, Path], texts: dict[str, str], splits: dict[str, str | None]) -> ValidationTable:
     """Join run folders (harness name -> RUN_DIR) of the same validation tasks into one table."""
-    from unscaffold.iojson import load_model
     from unscaffold.llm.types import assistant_calls, command_of
-    from unscaffold.minimal_harness.trajectory import Trajectory
-    from unscaffold.run.models import TrialResult
+    from unscaffold.run.folder import RunFolder, TrialFolder
 
     rewards: dict[str, dict[str, list[float]]] = {}
     transcripts: dict[str, dict[str, str]] = {}
     for harness, run_dir in runs.items():
-        results = sorted(Path(run_dir).glob("trials/*/result.json"))
-        if not results:
-            raise InputError(str(run_dir), None, "no trials/*/result.json: not a run folder")
-        for path in results:
-            r = load_model(path, TrialResult)
+        folder = RunFolder(run_dir)
+        finished = folder.finished_trials()
+        if not finished:
+            raise InputError(str(run_dir), None, f"no {folder.TRIALS}/*/{TrialFolder.RESULT}: not a run folder")
+        for trial in finished:
+            r = trial.read_result()
             if splits.get(r.task_id) == FORBIDDEN_SPLIT:
-                raise InputError(str(path), "task_id", f"{r.task_id} is a test task; test tasks never feed a router")
+                raise InputError(str(trial.result), "task_id", f"{r.task_id} is a test task; test tasks never feed "
+                                 "a router")
             rewards.setdefault(r.task_id, {}).setdefault(harness, []).append(r.reward)
-            traj_path = path.parent / "trajectory.json"
-            if traj_path.is_file() and harness not in transcripts.get(r.task_id, {}):
-                traj = Trajectory.load(traj_path)
+            if harness not in transcripts.get(r.task_id, {}) and (traj := trial.read_trajectory()) is not None:
                 calls = assistant_calls(traj.messages[traj.opening_messages:])  # not a worked example's
                 lines = [command_of(c) or f"{c.name}({c.arguments})" for c in calls]
                 transcripts.setdefault(r.task_id, {})[harness] = "\n".join(f"$ {c[:300]}" for c in lines)[:3000]

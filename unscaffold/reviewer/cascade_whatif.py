@@ -23,6 +23,7 @@ from unscaffold.errors import InputError
 from unscaffold.iojson import read_json, validation_error
 from unscaffold.llm.types import AssistantResponse
 from unscaffold.reviewer.cascade import STEP_KINDS, step_kind
+from unscaffold.run.folder import RunFolder, TrialFolder
 
 ALL = "all"
 
@@ -108,15 +109,13 @@ def read_review_lines(path: Path) -> list[ReviewLine]:
     return lines
 
 
-def _suite_of(run: Path) -> str:
-    results = run / "results.json"
-    config = run / "config.json"
-    for source in (results, config):
+def _suite_of(run: RunFolder) -> str:
+    for source in (run.results, run.config):
         if source.is_file():
             suite = read_json(source).get("suite")
             if isinstance(suite, str) and suite:
                 return suite
-    raise InputError(str(run), None, "not a run folder: no results.json or config.json naming its suite")
+    raise InputError(str(run.root), None, f"not a run folder: no {run.RESULTS} or {run.CONFIG} naming its suite")
 
 
 def cascade_whatif(runs: list[Path]) -> CascadeWhatIf:
@@ -128,16 +127,16 @@ def cascade_whatif(runs: list[Path]) -> CascadeWhatIf:
 
     not_reviewed = trials = 0
     per_suite: dict[str, set[str]] = defaultdict(set)
-    for run in runs:
-        run = Path(run)
-        if not (run / "trials").is_dir():
-            raise InputError(str(run), None, "no trials/ folder: not a run folder")
+    for given in runs:
+        run = RunFolder(given)
+        if not run.trials_dir.is_dir():
+            raise InputError(str(run.root), None, f"no {run.TRIALS}/ folder: not a run folder")
         suite = _suite_of(run)
-        per_suite[suite].add(str(run))
-        review_files = sorted((run / "trials").glob("*/reviews.jsonl"))
+        per_suite[suite].add(str(run.root))
+        review_files = run.review_logs()
         if not review_files:
-            raise InputError(str(run), None, "no reviews.jsonl under trials/: the run was not collected with a "
-                                             "reviewer")
+            raise InputError(str(run.root), None, f"no {TrialFolder.REVIEWS} under {run.TRIALS}/: the run was not "
+                             "collected with a reviewer")
         for path in review_files:
             trials += 1
             for line in read_review_lines(path):

@@ -44,8 +44,9 @@ class ReviewStats(ReviewCounts):
 
 
 class ReviewHook:
-    """Callable as the agent's `review_hook`. Only the returned response reaches the student's transcript;
-    the rejected proposal, the reason, component ids and hints go to `log_path` (reviews.jsonl) alone."""
+    """The reviewer as the agent's `review_hook` (a `ProposalFilter`). Only the returned response reaches the
+    student's transcript; the rejected proposal, the reason, component ids and hints go to `log_path`
+    (reviews.jsonl) alone."""
 
     def __init__(
         self,

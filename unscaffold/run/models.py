@@ -15,6 +15,7 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
+from pydantic_core import InitErrorDetails
 
 from unscaffold.flags import Concurrency, DataFolder, SplitFile, TaskIds, Trials, flag
 from unscaffold.llm.sampling import Sampling
@@ -25,7 +26,6 @@ from unscaffold.outcomes import Outcome
 from unscaffold.reviewer.hook import ReviewCounts
 
 DEFAULT_REPLACE_BUDGET = 5  # REPLACE decisions a reviewer may make per trial
-KNOWLEDGE_RECORD = "knowledge.json"  # written by a run that loaded K: where it was
 
 
 class RunConfig(BaseModel):
@@ -159,8 +159,13 @@ class TrialResult(BaseModel):
             return handler({**{k: v for k, v in data.items() if k not in _REVIEW_FILE_KEYS},
                             "review": {k: v for k, v in data.items() if k in _REVIEW_FILE_KEYS}})
         except ValidationError as e:
-            errors = [{**err, "loc": err["loc"][1:] if err["loc"][:1] == ("review",) else err["loc"]}
-                      for err in e.errors()]
+            errors: list[InitErrorDetails] = []
+            for err in e.errors():
+                detail = InitErrorDetails(type=err["type"], input=err["input"],
+                                          loc=err["loc"][1:] if err["loc"][:1] == ("review",) else err["loc"])
+                if "ctx" in err:
+                    detail["ctx"] = err["ctx"]
+                errors.append(detail)
             raise ValidationError.from_exception_data(e.title, errors) from None
 
     @model_serializer(mode="wrap")

@@ -29,16 +29,16 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from unscaffold.benchmarks.base import Suite, Task
 from unscaffold.errors import SandboxUnavailable
-from unscaffold.iojson import write_json_atomic
 from unscaffold.llm.base import ModelProvider
 from unscaffold.minimal_harness.trajectory import now_iso
 from unscaffold.reviewer.throttle import ThrottledReviewers
 from unscaffold.run import shipping
 from unscaffold.run.call_slots import RaySlot, SlotsActor
 from unscaffold.run.executor_spec import ExecutorSpec, RunStopped
+from unscaffold.run.folder import TrialFolder
 from unscaffold.run.models import RunConfig, TrialResult
 from unscaffold.run.setup import make_provider, probe_sandbox, select_tasks, trial_context
-from unscaffold.run.trial import RESULT, TrialContext, record_infra_failure, run_trial
+from unscaffold.run.trial import TrialContext, attempt_trial, record_infra_failure
 
 PROBE_TIMEOUT_S = 300.0
 REVIEWER_POOL = "reviewer"
@@ -121,18 +121,21 @@ def _sweep_dead_scratch(cache: Path) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _run_attempt(state: _WorkerState, task_id: str, trial_id: str, attempt: int) -> tuple[dict[str, Any], bytes, str]:
-    """One attempt in a scratch folder of this node; returns its result, its files and the node id."""
+def _run_attempt(state: _WorkerState, task_id: str, trial_id: str, attempt: int
+                 ) -> tuple[dict[str, Any], bytes, str, bool]:
+    """One attempt in a scratch folder of this node; returns its result, its files, the node id and whether
+    the node's sandbox would not start (decided here by the exception's type, which the result only names)."""
     shipping.CACHE.mkdir(parents=True, exist_ok=True)
     _sweep_dead_scratch(shipping.CACHE)
     scratch = Path(tempfile.mkdtemp(prefix=f"trial-{os.getpid()}-", dir=shipping.CACHE))
     try:
         trial_dir = scratch / trial_id
         trial_dir.mkdir()
-        result = run_trial(state.suite, state.tasks[task_id], trial_id, trial_dir, state.provider, state.config,
-                           state.context, attempt=attempt)
-        files = shipping.pack_folder(trial_dir, exclude=frozenset({RESULT}))
-        return result.model_dump(mode="json"), files, ray.get_runtime_context().get_node_id()
+        done = attempt_trial(state.suite, state.tasks[task_id], trial_id, trial_dir, state.provider, state.config,
+                             state.context, attempt=attempt)
+        files = shipping.pack_folder(trial_dir, exclude=frozenset({TrialFolder.RESULT}))
+        return (done.result.model_dump(mode="json"), files, ray.get_runtime_context().get_node_id(),
+                done.sandbox_failed)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -151,7 +154,7 @@ class TrialRunner:
         with tempfile.TemporaryDirectory(prefix="probe-", dir=shipping.CACHE) as tmp:
             return probe_sandbox(self.state.config.model_copy(update={"out": Path(tmp)}))
 
-    def attempt(self, task_id: str, trial_id: str, attempt: int) -> tuple[dict[str, Any], bytes, str]:
+    def attempt(self, task_id: str, trial_id: str, attempt: int) -> tuple[dict[str, Any], bytes, str, bool]:
         return _run_attempt(self.state, task_id, trial_id, attempt)
 
 
@@ -214,7 +217,7 @@ class RayExecutor:
         self.key = f"{shipping.digest(archive)}-{shipping.digest(same_run)}"
         self.shipped = sorted(files)
         self.bundle = [ray.put(archive)]  # in a list: workers fetch it only when they first load the run
-        self.slots = None
+        self.slots: Any = None  # a SlotsActor handle: ray types an actor's methods without their `.remote`
         if config.reviewer and config.reviewer_concurrency:
             self.slots = ray.remote(SlotsActor).options(num_cpus=0, scheduling_strategy=_near_driver()).remote(
                 {REVIEWER_POOL: config.reviewer_concurrency})
@@ -304,7 +307,7 @@ class RayExecutor:
         ref, lost = None, False
         try:
             ref = self.runners[index].attempt.remote(task.id, trial_id, attempt)
-            payload, files, node = ray.get(ref)
+            payload, files, node, sandbox_failed = ray.get(ref)
         except RayError as e:  # the runner or its node died, or the attempt failed there
             lost = isinstance(e, RayActorError)
             if self.stopping:
@@ -315,12 +318,12 @@ class RayExecutor:
                 self.slots.release_holder.remote(ref.task_id().hex())
             self._give_back(index, retire=lost)  # a runner that died takes no more attempts
         result = TrialResult.model_validate(payload)
-        if result.infra_error and (result.exception or "").startswith(SandboxUnavailable.__name__):
+        if sandbox_failed:
             with self.lock:
                 self.excluded.add(node)
             self._retire_node(node)
         shipping.unpack(files, trial_dir)
-        write_json_atomic(trial_dir / RESULT, result)
+        TrialFolder(trial_dir).write_result(result)
         return result
 
     def _retire_node(self, node: str) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 from unscaffold.iojson import read_json, write_text_atomic
 from unscaffold.pages.charts import bar_chart
 from unscaffold.pages.document import cards_html, page
+from unscaffold.run.folder import RunFolder, TrialFolder
 from unscaffold.sft.build import read_reviews
 
 OBSERVATION_CHARS = 1500
@@ -130,9 +131,10 @@ def _step_html(turn: int, message: dict[str, Any], observation: str | None, revi
 
 
 def trial_html(trial_dir: Path) -> tuple[str, dict[str, Any]]:
-    result = read_json(trial_dir / "result.json")
-    traj = read_json(trial_dir / "trajectory.json") if (trial_dir / "trajectory.json").exists() else {}
-    reviews = {r.get("turn"): r for r in read_reviews(trial_dir / "reviews.jsonl")}
+    trial = TrialFolder(trial_dir)
+    result = read_json(trial.result)
+    traj = read_json(trial.trajectory) if trial.trajectory.exists() else {}
+    reviews = {r.get("turn"): r for r in read_reviews(trial.reviews)}
     messages = traj.get("messages", [])
     steps = []
     for step in traj.get("steps", []):
@@ -156,10 +158,11 @@ def trial_html(trial_dir: Path) -> tuple[str, dict[str, Any]]:
 
 def render_report(run_dir: Path) -> str:
     run_dir = Path(run_dir)
-    results = read_json(run_dir / "results.json")
+    folder = RunFolder(run_dir)
+    results = read_json(folder.results)
     trials, infos = [], []
-    for trial_dir in sorted(p for p in (run_dir / "trials").iterdir() if (p / "result.json").exists()):
-        html, info = trial_html(trial_dir)
+    for trial in folder.finished_trials():
+        html, info = trial_html(trial.root)
         trials.append(html)
         infos.append(info)
     decisions: Counter[str] = Counter()
@@ -199,6 +202,6 @@ def render_report(run_dir: Path) -> str:
 
 
 def write_report(run_dir: Path, out: Path | None = None) -> Path:
-    out = Path(out) if out else Path(run_dir) / "report.html"
+    out = Path(out) if out else RunFolder(run_dir).report
     write_text_atomic(out, render_report(run_dir))
     return out

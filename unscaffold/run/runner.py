@@ -13,16 +13,16 @@ from pathlib import Path
 
 from unscaffold.benchmarks import Suite, Task, load_suite
 from unscaffold.errors import InputError, UnscaffoldError
-from unscaffold.iojson import append_jsonl, load_model, read_json, write_json_atomic
 from unscaffold.minimal_harness.trajectory import now_iso
 from unscaffold.notices import cause_key, note_retry
 from unscaffold.outcomes import Outcome
 from unscaffold.run.aggregate import aggregate
 from unscaffold.run.executor import open_executor
 from unscaffold.run.executor_spec import RunStopped
+from unscaffold.run.folder import RunFolder, TrialFolder
 from unscaffold.run.models import RunConfig, RunResults, TrialResult
 from unscaffold.run.setup import make_provider, select_tasks, trial_context
-from unscaffold.run.trial import RESULT, record_crash
+from unscaffold.run.trial import record_crash
 
 Progress = Callable[[TrialResult], None]
 
@@ -49,14 +49,14 @@ def trial_id_for(task_id: str, index: int, trials: int) -> str:
 
 def check_run_dir(config: RunConfig) -> None:
     """A run folder holds one run: resuming with different settings would mix results."""
-    path = config.out / "config.json"
-    if path.exists():
-        mine, theirs = config.identity(), RunConfig.identity_of(read_json(path))
+    folder = RunFolder(config.out)
+    if folder.config.exists():
+        mine, theirs = config.identity(), RunConfig.identity_of(folder.read_raw_config())
         if theirs != mine:
             diff = sorted(k for k in mine if mine[k] != theirs[k])
-            raise InputError(str(path), diff[0], f"the run in {config.out} was started with other settings "
+            raise InputError(str(folder.config), diff[0], f"the run in {config.out} was started with other settings "
                              f"({', '.join(diff)}); use another --out")
-    write_json_atomic(path, config.model_dump(mode="json"))
+    folder.write_config(config)
 
 
 def set_aside(trial_dir: Path) -> None:
@@ -84,22 +84,24 @@ def finished_event(result: TrialResult, recovered: bool = False) -> dict:
     return {**event, "recovered": True} if recovered else event
 
 
-def _saved_result(path: Path) -> TrialResult | None:
+def _saved_result(trial: TrialFolder) -> TrialResult | None:
+    if not trial.finished():
+        return None
     try:
-        return load_model(path, TrialResult)
+        return trial.read_result()
     except InputError:  # unreadable: the trial starts over
         return None
 
 
-def reconcile(plan: list[tuple[Task, str]], trials_dir: Path, events: Path) -> list[tuple[Task, str]]:
+def reconcile(plan: list[tuple[Task, str]], folder: RunFolder) -> list[tuple[Task, str]]:
     """Make events.jsonl agree with the trial folders, which are the record (`result.json` is each
     trial's commit point), and return the trials still to run.
 
     A run killed between a trial's `result.json` and its event left a result without its event: the
     event is written now. A result that ended in a retryable infrastructure error is pending again."""
     closed: set[str] = set()
-    if events.exists():
-        for line in events.read_text(encoding="utf-8", errors="replace").splitlines():
+    if folder.events.exists():
+        for line in folder.events.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
                 event = json.loads(line)
             except json.JSONDecodeError:
@@ -108,11 +110,11 @@ def reconcile(plan: list[tuple[Task, str]], trials_dir: Path, events: Path) -> l
                 closed.add(str(event.get("trial_id")))
     pending = []
     for task, tid in plan:
-        result = _saved_result(trials_dir / tid / RESULT) if (trials_dir / tid / RESULT).exists() else None
+        result = _saved_result(folder.trial(tid))
         if result is None or (result.infra_error and result.outcome == Outcome.INFRA_ERROR):
             pending.append((task, tid))
         elif tid not in closed:
-            append_jsonl(events, finished_event(result, recovered=True))
+            folder.append_event(finished_event(result, recovered=True))
     return pending
 
 
@@ -131,10 +133,9 @@ def run_suite(suite: Suite, config: RunConfig, progress: Progress | None = None,
     config.out.mkdir(parents=True, exist_ok=True)
     check_run_dir(config)
     context = trial_context(suite, config)
-    trials_dir = config.out / "trials"
+    folder = RunFolder(config.out)
     plan = [(task, trial_id_for(task.id, k, config.trials)) for task in tasks for k in range(config.trials)]
-    events = config.out / "events.jsonl"
-    pending = reconcile(plan, trials_dir, events)
+    pending = reconcile(plan, folder)
     executor = open_executor(config)  # local threads or Ray tasks; probes the sandbox where trials will run
     if on_start:
         on_start(len(plan), len(plan) - len(pending))
@@ -146,7 +147,7 @@ def run_suite(suite: Suite, config: RunConfig, progress: Progress | None = None,
         judged.set()
 
     def one(task: Task, trial_id: str, index: int) -> TrialResult | None:
-        trial_dir = trials_dir / trial_id
+        trial_dir = folder.trial(trial_id).root
         if index >= wave_size:  # later trials wait until the first wave shows the run can progress
             judged.wait()
         for attempt in range(1, config.infra_retries + 2):
@@ -156,7 +157,7 @@ def run_suite(suite: Suite, config: RunConfig, progress: Progress | None = None,
                 set_aside(trial_dir)
             trial_dir.mkdir(parents=True)
             started = now_iso()
-            append_jsonl(events, {"event": "trial_started", "trial_id": trial_id, "attempt": attempt, "at": started})
+            folder.append_event({"event": "trial_started", "trial_id": trial_id, "attempt": attempt, "at": started})
             try:
                 result = executor.run_trial(suite, task, trial_id, trial_dir, provider, config, context,
                                             attempt=attempt)
@@ -166,13 +167,13 @@ def run_suite(suite: Suite, config: RunConfig, progress: Progress | None = None,
                 result = record_crash(suite, task, trial_id, trial_dir, provider.spec, e, attempt, started)
             if not result.infra_error or attempt > config.infra_retries:
                 break
-            append_jsonl(events, {"event": "trial_retry", "trial_id": trial_id, "attempt": attempt,
+            folder.append_event({"event": "trial_retry", "trial_id": trial_id, "attempt": attempt,
                                   "exception": result.exception, "at": now_iso()})
             wait = min(30.0, 2.0 ** attempt)
             note_retry(result.reason, f"trial {trial_id} runs again (attempt {attempt + 1} of "
                        f"{config.infra_retries + 1})", wait, trial_id, task.id)
             time.sleep(wait)
-        append_jsonl(events, finished_event(result))
+        folder.append_event(finished_event(result))
         return result
 
     try:
@@ -204,7 +205,7 @@ def run_suite(suite: Suite, config: RunConfig, progress: Progress | None = None,
                 raise
     finally:
         executor.close()
-    results = [load_model(trials_dir / tid / RESULT, TrialResult) for _, tid in plan]
+    results = [folder.trial(tid).read_result() for _, tid in plan]
     summary = aggregate(suite, config, tasks, results, wall_time_s=time.monotonic() - t0)
-    write_json_atomic(config.out / "results.json", summary.model_dump(mode="json"))
+    folder.write_results(summary)
     return summary

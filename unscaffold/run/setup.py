@@ -7,7 +7,6 @@ import shutil
 
 from unscaffold.benchmarks import Suite, Task
 from unscaffold.errors import InputError
-from unscaffold.iojson import write_json_atomic
 from unscaffold.knowledge.bank import load_bank
 from unscaffold.knowledge.compiler import lint_k
 from unscaffold.knowledge.hstar import HStarHarness, bank_for_harness
@@ -19,7 +18,8 @@ from unscaffold.llm.sampling import Sampling
 from unscaffold.minimal_harness.sandbox import SandboxConfig, open_sandbox
 from unscaffold.reviewer.registry import load_reviewer
 from unscaffold.reviewer.throttle import ThrottledReviewers
-from unscaffold.run.models import KNOWLEDGE_RECORD, RunConfig
+from unscaffold.run.folder import RunFolder
+from unscaffold.run.models import RunConfig
 from unscaffold.run.trial import TrialContext
 
 
@@ -78,7 +78,7 @@ def trial_context(suite: Suite, config: RunConfig) -> TrialContext:
         knowledge = None if config.empty_k else config.knowledge or suite.k_path()
         if knowledge is not None:
             k = load_k(knowledge)
-            write_json_atomic(config.out / KNOWLEDGE_RECORD, {"path": str(k.root)})
+            RunFolder(config.out).write_knowledge(k.root)
             problems = lint_k(k, suite.leak_markers())
             if problems:
                 raise InputError(str(knowledge), None, f"K leaks the suite's answers: {problems[0]}")
@@ -94,7 +94,7 @@ def probe_sandbox(config: RunConfig) -> str:
     """Fail the whole run early (one line) when the sandbox cannot start, instead of every trial."""
     if config.sandbox.kind != "local":
         return config.sandbox.kind
-    probe = config.out / ".probe"
+    probe = RunFolder(config.out).probe_dir
     sandbox = open_sandbox(SandboxConfig(kind="local", workspace=probe))
     try:
         return sandbox.isolation

@@ -7,11 +7,11 @@ import json
 import math
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 from unscaffold.benchmarks.base import Score, Suite, Task
-from unscaffold.errors import EnvironmentBroken, SandboxUnavailable
-from unscaffold.iojson import write_json_atomic
+from unscaffold.errors import EnvironmentBroken, RetryableModelError, SandboxUnavailable
 from unscaffold.knowledge.hstar import HStarHarness
 from unscaffold.knowledge.kfolder import K
 from unscaffold.llm.base import ModelProvider
@@ -25,14 +25,13 @@ from unscaffold.minimal_harness.trajectory import Trajectory, now_iso
 from unscaffold.outcomes import COMPLETED_OUTCOMES, Outcome
 from unscaffold.reviewer.base import ReviewerFactory
 from unscaffold.reviewer.hook import ReviewCounts, ReviewHook
+from unscaffold.run.folder import TrialFolder
 from unscaffold.run.models import RunConfig, TrialResult
 
-RESULT = "result.json"
 MAX_REASON = 1000
 MAX_DETAILS_CHARS = 20_000  # a scorer's details beyond this are cut to a note (they reach reports)
-TRAJECTORY = "trajectory.json"
-REVIEWS = "reviews.jsonl"
-INFRA_MODEL_ERRORS = ("RetryableModelError",)  # model errors that mean the service, not the trial, failed
+INFRA_MODEL_ERRORS: tuple[type[Exception], ...] = (RetryableModelError,)  # the service, not the trial, failed
+INFRA_SETUP_ERRORS: tuple[type[Exception], ...] = (SandboxUnavailable, OSError)  # while setting up: the machine
 ORACLE_TAIL = 400  # characters of a failed reference command's output quoted in the reason
 MAX_GAPS_LISTED = 4  # environment lines the sandbox skipped, quoted in the reason (all are in details)
 
@@ -93,6 +92,20 @@ def output_cut(suite: Suite, config: RunConfig) -> int | None:
     return suite.output_cut_chars if chosen is None else (chosen or None)
 
 
+@dataclass
+class TrialAttempt:
+    """A trial's result and the exception that ended it (None when it ended on its own), kept as raised so
+    callers decide by its type, never by reading `result.exception` back."""
+
+    result: TrialResult
+    error: BaseException | None = None
+
+    @property
+    def sandbox_failed(self) -> bool:
+        """The sandbox would not start: the machine's fault (an executor may stop sending trials to it)."""
+        return self.result.infra_error and isinstance(self.error, SandboxUnavailable)
+
+
 class TrialContext:
     """What every trial of a run shares: the harness, the reviewer factory and K."""
 
@@ -115,12 +128,20 @@ def run_trial(
 
     `infra_error` marks failures of the machinery, not the task (the sandbox would not start, the model
     service stayed rate-limited or down past its retries): the runner may run those trials again."""
+    return attempt_trial(suite, task, trial_id, trial_dir, provider, config, context, attempt).result
+
+
+def attempt_trial(suite: Suite, task: Task, trial_id: str, trial_dir: Path, provider: ModelProvider,
+                  config: RunConfig, context: TrialContext | None = None, attempt: int = 1) -> TrialAttempt:
+    """`run_trial`, with the exception that ended the trial kept typed beside its result."""
     context = context or TrialContext()
+    error: BaseException | None = None
     hook = None
     started, t0 = now_iso(), time.monotonic()
     traj = Trajectory(trial_id=trial_id, task_id=task.id, suite=suite.name, student=provider.spec, tools=[])
     isolation = ""
-    (trial_dir / REVIEWS).touch()
+    folder = TrialFolder(trial_dir)
+    folder.reviews.touch()
     in_setup, scoring = True, False
     try:
         sandbox_config = suite.prepare(task, trial_dir, config.sandbox.kind, oracle=provider.spec == "oracle")
@@ -148,21 +169,24 @@ def run_trial(
                 if context.reviewers is not None:
                     gold = "\n".join(suite.oracle_commands(task)) if config.reviewer_reads_gold else None
                     hook = ReviewHook(context.reviewers.for_trial(task.id), context.k, config.budget,
-                                      trial_dir / REVIEWS, trial_id, task.id, gold=gold,
+                                      folder.reviews, trial_id, task.id, gold=gold,
                                       opening=lambda: traj.opening_messages)
                 agent = Agent(provider.for_trial(task.id), sandbox, traj, config=agent_config,
-                              save_path=trial_dir / TRAJECTORY, harness=context.harness,
-                              review_hook=hook or pass_through, evidence=recorder)
+                              save_path=folder.trajectory, harness=context.harness,
+                              review_hook=hook or pass_through, evidence=recorder,
+                              evidence_path=folder.evidence)
                 agent.run(task.instruction, suite.opening(task, trial_dir, suite.check_opening(config.opening)))
+                error = agent.error
                 scoring = True
                 score = suite.score(task, trial_dir, sandbox, traj)
             finally:
                 sandbox.close()
     except Exception as e:  # a bug or infrastructure failure in one trial must not lose the others
-        infra = in_setup and isinstance(e, (SandboxUnavailable, OSError))
+        error = e
+        infra = in_setup and isinstance(e, INFRA_SETUP_ERRORS)
         traj.exit_status = "error"
         traj.exception = f"{type(e).__name__}: {e}"
-        traj.save(trial_dir / TRAJECTORY)
+        traj.save(folder.trajectory)
         where = "the verifier" if scoring else ("setting up the trial" if in_setup else "the trial")
         broken = isinstance(e, EnvironmentBroken)
         score = Score(reward=0.0, reason=str(e) if broken else f"{where} crashed: {traj.exception}"[:MAX_REASON],
@@ -170,7 +194,7 @@ def run_trial(
                       outcome=Outcome.ENVIRONMENT_ERROR if broken else Outcome.VERIFIER_ERROR if scoring
                       else Outcome.INFRA_ERROR)
     else:
-        infra = (traj.exception or "").startswith(INFRA_MODEL_ERRORS)
+        infra = isinstance(error, INFRA_MODEL_ERRORS)
     oracle = oracle_failure(traj) if provider.spec == "oracle" else None
     gaps = suite.environment_gaps(task, config.sandbox.kind)
     outcome, reason = decide_outcome(score, traj, infra, gaps, oracle)
@@ -199,8 +223,8 @@ def run_trial(
         started_at=started,
         ended_at=now_iso(),
     )
-    write_json_atomic(trial_dir / RESULT, result)
-    return result
+    folder.write_result(result)
+    return TrialAttempt(result, error)
 
 
 def record_crash(suite: Suite, task: Task, trial_id: str, trial_dir: Path, student: str, error: Exception,
@@ -209,15 +233,16 @@ def record_crash(suite: Suite, task: Task, trial_id: str, trial_dir: Path, stude
     recorded as that trial's failure, not run again, so the run and the other trials go on. What the trial
     saved of its trajectory stays."""
     exception = f"{type(error).__name__}: {error}"
-    if not (trial_dir / TRAJECTORY).exists():
+    folder = TrialFolder(trial_dir)
+    if not folder.trajectory.exists():
         Trajectory(trial_id=trial_id, task_id=task.id, suite=suite.name, student=student, tools=[],
-                   exit_status="error", exception=exception).save(trial_dir / TRAJECTORY)
-    (trial_dir / REVIEWS).touch()
+                   exit_status="error", exception=exception).save(folder.trajectory)
+    folder.reviews.touch()
     result = TrialResult(trial_id=trial_id, task_id=task.id, scenario=task.scenario, reward=0.0,
                          outcome=Outcome.INFRA_ERROR, reason=f"the trial crashed: {exception}"[:MAX_REASON],
                          details={"traceback": traceback.format_exc(limit=8)[-4000:]}, exit_status="error",
                          exception=exception, attempt=attempt, started_at=started_at, ended_at=now_iso())
-    write_json_atomic(trial_dir / RESULT, result)
+    folder.write_result(result)
     return result
 
 
@@ -227,11 +252,12 @@ def record_infra_failure(suite: Suite, task: Task, trial_id: str, trial_dir: Pat
     failure of the machinery: the runner retries it, and the folder reads like any other trial's."""
     traj = Trajectory(trial_id=trial_id, task_id=task.id, suite=suite.name, student=student, tools=[],
                       exit_status="error", exception=exception)
-    traj.save(trial_dir / TRAJECTORY)
-    (trial_dir / REVIEWS).touch()
+    folder = TrialFolder(trial_dir)
+    traj.save(folder.trajectory)
+    folder.reviews.touch()
     result = TrialResult(trial_id=trial_id, task_id=task.id, scenario=task.scenario, reward=0.0,
                          outcome=Outcome.INFRA_ERROR, reason=exception[:MAX_REASON], exit_status="error",
                          exception=exception, infra_error=True,
                          attempt=attempt, started_at=started_at, ended_at=now_iso())
-    write_json_atomic(trial_dir / RESULT, result)
+    folder.write_result(result)
     return result

@@ -119,7 +119,7 @@ def _accepted_differs(messages: list[dict], steps: list[dict], reviews: list[dic
         if ((shown.get("content") or "") != (accepted.get("content") or "")
                 or (shown.get("reasoning_content") or "") != (accepted.get("reasoning") or "")):
             return True
-        shown_calls = shown.get("tool_calls") or ()
+        shown_calls = shown.get("tool_calls") or []
         if replaced:
             call = accepted.get("tool_call")
             if len(shown_calls) != (1 if call else 0):

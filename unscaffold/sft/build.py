@@ -20,11 +20,11 @@ import orjson
 from pydantic import BaseModel, Field
 
 from unscaffold.errors import InputError
-from unscaffold.iojson import read_json, write_json_atomic
+from unscaffold.iojson import write_json_atomic
 from unscaffold.knowledge.kfolder import K, load_k
 from unscaffold.minimal_harness.tool import TOOL_NAME, system_prompt
 from unscaffold.outcomes import ERROR_OUTCOMES
-from unscaffold.run.models import KNOWLEDGE_RECORD
+from unscaffold.run.folder import RunFolder, TrialFolder
 from unscaffold.sft.audit import audit
 from unscaffold.sft.drop_reasons import DropReason
 from unscaffold.sft.scrub import REVIEWER_WORDING, Hit, Markers, build_markers, context_around
@@ -79,10 +79,11 @@ class BuildReport(BaseModel):
 def run_source(run_dir: Path) -> str:
     """The row label of a run, from its `config.json`: `hstar` (a student under h*), `unreviewed` (no reviewer),
     `gold_reviewer` (`--reviewer-reads-gold`), `empty_k` (`--empty-k`), else `reviewer_k` (the recipe)."""
-    path = run_dir / "config.json"
+    run = RunFolder(run_dir)
+    path = run.config
     if not path.is_file():
-        return "reviewer_k" if (run_dir / KNOWLEDGE_RECORD).is_file() else "unreviewed"
-    config = read_json(path)  # read by key: a config.json of any version labels its rows
+        return "reviewer_k" if run.knowledge.is_file() else "unreviewed"
+    config = run.read_raw_config()  # read by key: a config.json of any version labels its rows
     if not isinstance(config, dict):
         raise InputError(str(path), None, "expected a JSON object")
     if config.get("harness", "minimal") != "minimal":
@@ -94,14 +95,8 @@ def run_source(run_dir: Path) -> str:
 
 
 def run_knowledge(run_dir: Path) -> K | None:
-    record = run_dir / KNOWLEDGE_RECORD
-    if not record.exists():
-        return None
-    data = read_json(record)
-    path = data.get("path") if isinstance(data, dict) else None
-    if not isinstance(path, str):
-        raise InputError(str(record), "path", "expected the K folder as a string")
-    return load_k(Path(path))
+    path = RunFolder(run_dir).read_knowledge()
+    return load_k(path) if path is not None else None
 
 
 def chat_row(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -290,7 +285,7 @@ class Judge:
 
     def unscanned(self, trial: str) -> Judged:
         """Everything but the leak scan, which `judge_into` runs over many rows at once."""
-        result_path = os.path.join(trial, "result.json")
+        result_path = os.path.join(trial, TrialFolder.RESULT)
         data = read_if_exists(result_path)
         if data is None:
             return Judged(DropReason.UNFINISHED)
@@ -308,12 +303,12 @@ class Judge:
                 return Judged(DropReason.EXCEPTION)
             if result.get("reward", 0.0) < self.min_reward:
                 return Judged(DropReason.LOW_REWARD)
-        path = os.path.join(trial, "trajectory.json")
+        path = os.path.join(trial, TrialFolder.TRAJECTORY)
         raw = read_if_exists(path)
         if raw is None:
             return Judged(DropReason.NO_TRAJECTORY)
         traj = parse_fast(raw, path)
-        reviews_path = os.path.join(trial, "reviews.jsonl")
+        reviews_path = os.path.join(trial, TrialFolder.REVIEWS)
         try:
             row, reason, hit = judge_row(traj, read_reviews(reviews_path), self.prompt, raw, keep_all=self.keep_all,
                                          audits=self.audits, include_hstar=self.include_hstar, source=self.source)
@@ -488,9 +483,9 @@ def build_sft(
     try:
         with open(tmp, "wb") as sink:
             for index, run_dir in enumerate(map(Path, run_dirs)):
-                trials_dir = run_dir / "trials"
+                trials_dir = RunFolder(run_dir).trials_dir
                 if not trials_dir.is_dir():
-                    raise InputError(str(run_dir), None, "not a run folder (no trials/)")
+                    raise InputError(str(run_dir), None, f"not a run folder (no {RunFolder.TRIALS}/)")
                 k = run_knowledge(run_dir)
                 markers = build_markers([k] if k else [], list(canaries or []))
                 for reason, values in markers.by_reason.items():

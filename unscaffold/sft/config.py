@@ -8,18 +8,40 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from unscaffold.config_file import read_config_file
 from unscaffold.errors import InputError
 from unscaffold.flags import flag
 from unscaffold.iojson import validation_error
+from unscaffold.passthrough import PassedThrough, PassThrough, own_flags
 
 Auto = Literal["auto"]
 # The published recipe's LoRA and seed, which rescue training shares.
 LORA_RANK = 32
 LORA_ALPHA = 32
 RECIPE_SEED = 42
+
+
+# What train-sft builds TRL's SFTConfig and PEFT's LoraConfig from itself; `--trl` / `--peft` give any other field.
+SFT_TRL = PassThrough("--trl", "trl.SFTConfig", set_by={
+    "output_dir": "--out", "num_train_epochs": "--epochs", "max_steps": "--max-steps",
+    "per_device_train_batch_size": "--per-device-batch-size",
+    "gradient_accumulation_steps": "--batch-size (over --per-device-batch-size and the devices)",
+    "learning_rate": "--learning-rate", "lr_scheduler_type": "--lr-scheduler",
+    "lr_scheduler_kwargs": "--lr-scheduler and --min-lr", "warmup_steps": "--warmup-ratio",
+    "weight_decay": "--weight-decay", "max_grad_norm": "--max-grad-norm", "seed": "--seed", "data_seed": "--seed",
+    "bf16": "--bf16", "activation_checkpointing": "--gradient-checkpointing",
+    "activation_checkpointing_kwargs": "--gradient-checkpointing", "padding_free": "--padding-free",
+    "completion_only_loss": "only the model's own tokens train",
+    "max_length": "--max-length (longer samples are dropped or split before TRL, never cut)",
+    "logging_steps": "--logging-steps", "save_strategy": "--save-steps", "save_steps": "--save-steps",
+    "save_total_limit": "--save-total-limit",
+    "use_cpu": "the CPU exactly when no GPU is visible", "disable_tqdm": "train-sft draws its own progress bar",
+}, defaults=frozenset({"report_to", "dataset_num_proc"}))
+SFT_PEFT = PassThrough("--peft", "peft.LoraConfig", set_by={
+    "r": "--lora-r", "lora_alpha": "--lora-alpha", "lora_dropout": "--lora-dropout",
+    "target_modules": "--target-modules", "task_type": "a causal language model"})
 
 
 class TrainConfig(BaseModel):
@@ -89,6 +111,20 @@ class TrainConfig(BaseModel):
                             description="Steps between checkpoints (for --resume).")
     save_total_limit: int = Field(2, ge=1, json_schema_extra=flag("--save-total-limit"),
                                   description="Checkpoints kept.")
+    trl: PassedThrough = Field(default_factory=dict, json_schema_extra=flag("--trl", repeat=True),
+                               description=SFT_TRL.help())
+    peft: PassedThrough = Field(default_factory=dict, json_schema_extra=flag("--peft", repeat=True),
+                                description=SFT_PEFT.help())
+
+    @field_validator("trl")
+    @classmethod
+    def _trl_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return SFT_TRL.check(value, own_flags(cls))
+
+    @field_validator("peft")
+    @classmethod
+    def _peft_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return SFT_PEFT.check(value, own_flags(cls))
 
 FIELDS = tuple(TrainConfig.model_fields)
 

@@ -182,7 +182,8 @@ def prepare(rows: list[SFTRow], tokenizer: Any, *, max_length: int, split_turns:
     """Render every row (or every turn with `split_turns`, or of a row a tokenizer merge breaks); too long,
     unrenderable or prefix-breaking rows are dropped and recorded with their row index and turn, never cut."""
     out = Prepared(rows=len(rows))
-    labels = Counter(str(row.model_extra.get("source")) for row in rows if (row.model_extra or {}).get("source"))
+    labels = Counter(str((row.model_extra or {}).get("source")) for row in rows
+                     if (row.model_extra or {}).get("source"))
     out.sources = dict(sorted(labels.items()))
     for i, row in enumerate(rows):
         if progress is not None:

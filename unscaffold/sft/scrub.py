@@ -42,7 +42,6 @@ REVIEWER_VOICE_PATTERNS = (
     r"\b(?:in|from|of|than)\s+the\s+(?:student'?s\s+)?proposal\b",
 )
 REVIEWER_WORDING = re.compile("|".join(REVIEWER_VOICE_PATTERNS), re.IGNORECASE)
-MARKUP = re.compile(r"<\|im_(?:start|end)\|>|<\|endoftext\|>|</?tool_call>|</?tool_response>|<function=|</?think>")
 CONTEXT_CHARS = 60  # characters of the row shown around a marker that dropped it (half on each side)
 
 # Whole-token matching, the rule `find_leaks` uses: no word character or hyphen may touch the marker.

@@ -22,7 +22,7 @@ from trl import SFTTrainer
 
 from unscaffold.errors import InputError
 from unscaffold.iojson import append_jsonl, read_json, write_json_atomic, write_text_atomic
-from unscaffold.sft.config import TrainConfig, gradient_accumulation
+from unscaffold.sft.config import SFT_PEFT, SFT_TRL, TrainConfig, gradient_accumulation
 from unscaffold.sft.data import Prepared, prepare, read_rows
 from unscaffold.training_record import Clock, TrainingRecord, lora_moved, sft_record
 
@@ -164,9 +164,7 @@ def train_sft(data: Path, out: Path, config: TrainConfig, *, resume: bool = Fals
               progress: bool = True) -> TrainSummary:
     """Train, write the run folder (adapter, config, log, summary, plot) and return the summary."""
     import torch
-    from peft import LoraConfig
     from transformers import AutoModelForCausalLM
-    from trl import SFTConfig
 
     from unscaffold.offline.tiny import resolve_model_path
 
@@ -193,40 +191,8 @@ def train_sft(data: Path, out: Path, config: TrainConfig, *, resume: bool = Fals
         resumed_step = _truncate_log(out / LOG, checkpoint)
     else:
         resumed_step = None
-    targets: str | list[str] = config.target_modules
-    if targets != "all-linear":
-        targets = [t.strip() for t in targets.split(",") if t.strip()]
-    lora = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
-                      target_modules=targets, task_type="CAUSAL_LM")
-    args = SFTConfig(
-        output_dir=str(out / CHECKPOINTS),
-        num_train_epochs=config.epochs,
-        max_steps=config.max_steps or -1,
-        per_device_train_batch_size=config.per_device_batch_size,
-        gradient_accumulation_steps=accumulation,
-        learning_rate=config.learning_rate,
-        lr_scheduler_type="cosine_with_min_lr" if config.lr_scheduler == "cosine_with_min_lr" else "constant",
-        lr_scheduler_kwargs={"min_lr": config.min_lr} if config.lr_scheduler == "cosine_with_min_lr" else {},
-        warmup_steps=config.warmup_ratio,
-        weight_decay=config.weight_decay,
-        max_grad_norm=config.max_grad_norm,
-        seed=config.seed,
-        data_seed=config.seed,
-        bf16=hardware["bf16"],
-        activation_checkpointing=config.gradient_checkpointing,
-        activation_checkpointing_kwargs={"use_reentrant": False} if config.gradient_checkpointing else None,
-        padding_free=hardware["padding_free"],
-        completion_only_loss=True,
-        max_length=None,  # samples over max_length were dropped and counted above, never truncated here
-        logging_steps=config.logging_steps,
-        save_strategy="steps",
-        save_steps=config.save_steps,
-        save_total_limit=config.save_total_limit,
-        report_to=[],
-        use_cpu=hardware["device"] == "cpu",  # under accelerate launch on CPUs: gloo processes, not one
-        disable_tqdm=True,
-        dataset_num_proc=None,
-    )
+    lora = lora_config(config)
+    args = sft_config(config, out, hardware, accumulation)
     # the model is loaded after SFTConfig exists: under DeepSpeed ZeRO-3 it is then built already partitioned
     dtype = torch.bfloat16 if hardware["bf16"] else torch.float32
     model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype, attn_implementation=hardware["attn_implementation"])
@@ -251,11 +217,69 @@ def train_sft(data: Path, out: Path, config: TrainConfig, *, resume: bool = Fals
     trainer.save_model(str(out))
     summary = _summary(trainer, prepared, config, base, hardware, world_size, accumulation, seconds, resumed_step)
     summary.record = sft_record(data, config.model, base, summary.steps, config.seed, clock,
-                                lora_moved(trainer.model))
+                                lora_moved(trainer.model), passed_through(config))
     if main:
         write_json_atomic(out / SUMMARY, summary)
         plot_loss(out / LOG, out / PLOT)
     return summary
+
+
+def sft_arguments(config: TrainConfig, out: Path, hardware: dict[str, Any], accumulation: int) -> dict[str, Any]:
+    """The recipe's SFTConfig arguments (every key named in SFT_TRL.set_by or its defaults)."""
+    cosine = config.lr_scheduler == "cosine_with_min_lr"
+    return dict(
+        output_dir=str(out / CHECKPOINTS),
+        num_train_epochs=config.epochs,
+        max_steps=config.max_steps or -1,
+        per_device_train_batch_size=config.per_device_batch_size,
+        gradient_accumulation_steps=accumulation,
+        learning_rate=config.learning_rate,
+        lr_scheduler_type="cosine_with_min_lr" if cosine else "constant",
+        lr_scheduler_kwargs={"min_lr": config.min_lr} if cosine else {},
+        warmup_steps=config.warmup_ratio,
+        weight_decay=config.weight_decay,
+        max_grad_norm=config.max_grad_norm,
+        seed=config.seed,
+        data_seed=config.seed,
+        bf16=hardware["bf16"],
+        activation_checkpointing=config.gradient_checkpointing,
+        activation_checkpointing_kwargs={"use_reentrant": False} if config.gradient_checkpointing else None,
+        padding_free=hardware["padding_free"],
+        completion_only_loss=True,
+        max_length=None,  # samples over max_length were dropped and counted above, never truncated here
+        logging_steps=config.logging_steps,
+        save_strategy="steps",
+        save_steps=config.save_steps,
+        save_total_limit=config.save_total_limit,
+        report_to=[],
+        use_cpu=hardware["device"] == "cpu",  # under accelerate launch on CPUs: gloo processes, not one
+        disable_tqdm=True,
+        dataset_num_proc=None,
+    )
+
+
+def sft_config(config: TrainConfig, out: Path, hardware: dict[str, Any], accumulation: int) -> Any:
+    """TRL's SFTConfig: the recipe's arguments, then the `--trl` fields."""
+    from trl import SFTConfig
+
+    return SFTConfig(**SFT_TRL.apply(sft_arguments(config, out, hardware, accumulation), config.trl))
+
+
+def lora_config(config: TrainConfig) -> Any:
+    """PEFT's LoraConfig: the recipe's rank, alpha, dropout and modules, then the `--peft` fields."""
+    from peft import LoraConfig
+
+    targets: str | list[str] = config.target_modules
+    if config.target_modules != "all-linear":
+        targets = [t.strip() for t in config.target_modules.split(",") if t.strip()]
+    recipe = dict(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
+                  target_modules=targets, task_type="CAUSAL_LM")
+    return LoraConfig(**SFT_PEFT.apply(recipe, config.peft))
+
+
+def passed_through(config: TrainConfig) -> dict[str, dict[str, Any]]:
+    """The `--trl` and `--peft` fields a run was given, by flag (those given)."""
+    return {flag: values for flag, values in (("--trl", config.trl), ("--peft", config.peft)) if values}
 
 
 def _prepare_with_bar(rows: list[Any], tokenizer: Any, config: TrainConfig, show: bool) -> Prepared:
@@ -409,7 +433,10 @@ class _Trainer(SFTTrainer):
             done = (step - warmup) / max(1, num_training_steps - warmup)
             return floor + (1.0 - floor) * max(0.0, 1.0 - done)
 
-        self.lr_scheduler = LambdaLR(optimizer or self.optimizer, factor)
+        chosen = optimizer or self.optimizer
+        if chosen is None:
+            raise RuntimeError("create_scheduler: no optimizer yet (the Trainer creates it first)")
+        self.lr_scheduler = LambdaLR(chosen, factor)
         self._created_lr_scheduler = True
         return self.lr_scheduler
 

@@ -129,7 +129,7 @@ def read_request(conn: socket.socket, keep_going: Callable[[], bool] = lambda: T
     `keep_going()` turns false (checked when `wake_fd` turns readable, and twice a second), and raises
     BadRequest with the reason for anything else."""
     deadline = time.monotonic() + timeout_s
-    waiting = [conn] if wake_fd is None else [conn, wake_fd]
+    waiting: list[socket.socket | int] = [conn] if wake_fd is None else [conn, wake_fd]
     data = b""
     while not data.endswith(b"\n"):
         if not keep_going():
@@ -174,7 +174,7 @@ def serve_connections(server: socket.socket, handle: Callable[[dict[str, Any]], 
                       keep_going: Callable[[], bool], poll_s: float = POLL_S, wake_fd: int | None = None) -> None:
     """Answer one connection at a time until `keep_going()` is false (checked every `poll_s`, and at once
     when `wake_fd` turns readable) or a reply says `closing`. Nothing a client sends ends the loop otherwise."""
-    waiting = [server] if wake_fd is None else [server, wake_fd]
+    waiting: list[socket.socket | int] = [server] if wake_fd is None else [server, wake_fd]
     server.setblocking(False)
     while keep_going():
         if server not in select.select(waiting, [], [], poll_s)[0]:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rdkit import Chem, RDLogger, rdBase
+from rdkit import Chem, rdBase
 
 from unscaffold.benchmarks.base import Score
 
-RDLogger.DisableLog("rdApp.*")
+rdBase.DisableLog("rdApp.*")
 RDKIT_VERSION: str = rdBase.rdkitVersion
 MAX_ANSWER_CHARS = 100_000  # more than any reactant set; a runaway file is cut, not read whole
 

@@ -235,7 +235,9 @@ def e_answer_canonical_last(view: View, p: dict[str, Any]) -> bool:
         return last is not None  # the checking tool wrote it
     where, content, _ = last
     made = {str(c.result).strip() for at, c in ev.calls(view, CANONICAL_CALLS) if at < where and at[0] == where[0]}
-    return bool(content and content.strip()) and (content.strip() in made or all(p in made for p in _parts(content)))
+    if not content or not content.strip():
+        return False
+    return content.strip() in made or all(p in made for p in _parts(content))
 
 
 RUN_REACTANTS = r"\.ChemicalReaction\.RunReactants$"

@@ -42,7 +42,7 @@ def loads(flow: Flow, pattern: str | None = None) -> list[ast.Call]:
     return out
 
 
-def attributes(flow: Flow, names: set[str]) -> list[ast.AST]:
+def attributes(flow: Flow, names: set[str]) -> list[ast.Attribute]:
     return [n for n in flow.nodes if isinstance(n, ast.Attribute) and n.attr in names]
 
 
@@ -107,9 +107,9 @@ def p_sheets_walked(view: View, p: dict[str, Any]) -> bool:
     return before_first_write(view, sorted(found))
 
 
-def empty_tests(flow: Flow) -> list[ast.AST]:
+def empty_tests(flow: Flow) -> list[ast.Compare | ast.UnaryOp]:
     """Tests of a cell's value for emptiness: `v is None`, `v in (None, "")`, `not cell.value`."""
-    out: list[ast.AST] = []
+    out: list[ast.Compare | ast.UnaryOp] = []
     for node in flow.nodes:
         if isinstance(node, ast.Compare) and any(
                 isinstance(c, ast.Constant) and c.value in (None, "") or
@@ -253,8 +253,8 @@ def p_examples_read(view: View, p: dict[str, Any]) -> bool:
     return before_first_write(view, sorted(found))
 
 
-def _truthy_cell(node: ast.AST) -> bool:
-    tests = node.ifs if isinstance(node, ast.comprehension) else [node.test]  # type: ignore[attr-defined]
+def _truthy_cell(node: ast.If | ast.IfExp | ast.comprehension) -> bool:
+    tests = node.ifs if isinstance(node, ast.comprehension) else [node.test]
     for t in tests:
         parts = t.values if isinstance(t, ast.BoolOp) else [t]
         if any(isinstance(v, ast.Attribute) and v.attr == "value" or isinstance(v, ast.Name) for v in parts):

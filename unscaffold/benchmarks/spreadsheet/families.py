@@ -11,6 +11,7 @@ import copy
 import datetime as dt
 import random
 from collections.abc import Callable
+from typing import Any
 
 from unscaffold.benchmarks.spreadsheet import solutions
 from unscaffold.benchmarks.spreadsheet.sheets import (
@@ -98,7 +99,8 @@ def fam_due_dates(rng: random.Random, v: int) -> Draft:
     status = v % 2 == 1
     n = rng.randint(6, 9)
     as_of = dt.datetime(2024, rng.randint(6, 10), rng.randint(1, 28))
-    rows, answers = [], {}
+    rows: list[list[Any]] = []
+    answers: dict[str, Any] = {}
     for i in range(2, n + 2):
         issued, terms = day(rng), rng.choice([14, 30, 45, 60])
         due = issued + dt.timedelta(days=terms)
@@ -125,7 +127,7 @@ def fam_budget_formulas(rng: random.Random, v: int) -> Draft:
     """Totals asked for as formulas: the output must be recalculated before it can be compared."""
     sheet = "Budget" if v % 2 == 0 else "Budget Q1"
     categories = pick(rng, ["Rent", "Salaries", "Travel", "Software", "Training", "Utilities", "Catering"], 4 + v % 3)
-    rows = [[c] + [round(rng.uniform(100, 5000), 2) for _ in range(3)] + [None] for c in categories]
+    rows: list[list[Any]] = [[c] + [round(rng.uniform(100, 5000), 2) for _ in range(3)] + [None] for c in categories]
     total_row = len(rows) + 2
     cells = table(["Category", "Jan", "Feb", "Mar", "Total"], rows + [["Total", None, None, None, None]])
     cells.update({"G1": "Entries", "H1": f"=COUNT(B2:D{total_row - 1})"})
@@ -172,7 +174,7 @@ def fam_sort_table(rng: random.Random, v: int) -> Draft:
     """Sheet-level: the whole table re-ordered, with a tie-break; even variants use a column-only range."""
     sheet = "Scores" if v != 3 else "League Table"
     n = rng.randint(7, 10)
-    rows = [[f"{first} {last}", rng.choice(["Red", "Blue", "Green"]), rng.randint(8, 14)]
+    rows: list[list[Any]] = [[f"{first} {last}", rng.choice(["Red", "Blue", "Green"]), rng.randint(8, 14)]
             for first, last in people(rng, n)]
     rows[-1][2] = rows[0][2]  # at least one tie
     golden_rows = sorted(rows, key=lambda r: (-r[2], r[0]))
@@ -204,7 +206,7 @@ def fam_region_summary(rng: random.Random, v: int) -> Draft:
     """Sheet-level: a new sheet (names with spaces and a comma) holding grouped totals."""
     summary = ["Summary", "Region Totals", "By Region", "Summary", "Totals, by region"][v]
     regions = pick(rng, REGIONS, 3 + v % 3)
-    rows = [[day(rng), rng.choice(regions), rng.choice(FIRST), round(rng.uniform(50, 2500), 2)]
+    rows: list[list[Any]] = [[day(rng), rng.choice(regions), rng.choice(FIRST), round(rng.uniform(50, 2500), 2)]
             for _ in range(rng.randint(10, 15))]
     totals: dict[str, float] = {}
     for row in rows:
@@ -308,7 +310,7 @@ def fam_share_of_total(rng: random.Random, v: int) -> Draft:
     sheet = ["Q1, Q2 Sales", "Bob's Regions", "Sales", "Region 'A' & 'B'", "Sales, EMEA"][v]
     percent = v % 2 == 1
     regions = pick(rng, REGIONS, 4 + v % 3)
-    rows = [[r, round(rng.uniform(1000, 9000), 2), None] for r in regions]
+    rows: list[list[Any]] = [[r, round(rng.uniform(1000, 9000), 2), None] for r in regions]
     total = sum(r[1] for r in rows)
     answers = {f"C{i}": round(r[1] / total * (100 if percent else 1), 2) for i, r in enumerate(rows, start=2)}
     inputs = [Sheet(sheet, table(["Region", "Sales", "Share"], rows))]

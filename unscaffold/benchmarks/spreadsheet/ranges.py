@@ -139,8 +139,8 @@ def parse_ref(ref: str, sheet: str | None = None, part: str | None = None) -> Ce
         raise RangeError(f"{part!r} is not a cell range")
     if c1 is not None and r1 is not None and c2 is None:  # BD2:308
         c2 = c1
-    elif c1 is not None and r1 is not None and r2 is None:  # A2:C -> to the last used row
-        return CellRange(sheet, min(c1, c2), r1, max(c1, c2), None)  # type: ignore[type-var]
+    elif c1 is not None and r1 is not None and c2 is not None and r2 is None:  # A2:C -> to the last used row
+        return CellRange(sheet, min(c1, c2), r1, max(c1, c2), None)
     if (c1 is None) != (c2 is None) or (r1 is None) != (r2 is None):
         raise RangeError(f"{part!r} mixes a column range with a row range")
     cols = (min(c1, c2), max(c1, c2)) if c1 is not None and c2 is not None else (None, None)
@@ -161,12 +161,13 @@ def _parse_part(part: str) -> CellRange:
 def _official_ref(ref: str, sheet: str | None) -> CellRange | None:
     if ":" not in ref:
         m = _OFFICIAL_CELL.match(ref)
-        corners = [m, m] if m else []
+        corners: list[re.Match[str] | None] = [m, m] if m else []
     else:
         corners = [_OFFICIAL_CORNER.match(end) for end in ref.split(":")]
-    if len(corners) != 2 or not all(corners):
+    matched = [m for m in corners if m is not None]
+    if len(corners) != 2 or len(matched) != 2:
         return None
-    (c1, r1), (c2, r2) = [(column_index(m.group(1)), int(m.group(2))) for m in corners]  # type: ignore[union-attr]
+    (c1, r1), (c2, r2) = [(column_index(m.group(1)), int(m.group(2))) for m in matched]
     if not (1 <= c1 <= c2 <= MAX_COL and 1 <= r1 <= r2 <= MAX_ROW):
         return None  # the official loop reads no cell here (a vacuous pass) or one off the sheet
     return CellRange(sheet, c1, r1, c2, r2)

@@ -29,7 +29,7 @@ from typing import Any
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from ranges import RangeError, parse_answer_position  # type: ignore[import-not-found]
+    from ranges import RangeError, parse_answer_position
 else:
     from unscaffold.benchmarks.spreadsheet.ranges import RangeError, parse_answer_position
 
@@ -77,7 +77,8 @@ def decode(value: Any) -> Any:
     (kind, raw), = value.items()
     if kind == "timedelta":
         return dt.timedelta(seconds=raw)
-    return {"datetime": dt.datetime, "date": dt.date, "time": dt.time}[kind].fromisoformat(raw)
+    kinds: dict[str, type[dt.date] | type[dt.time]] = {"datetime": dt.datetime, "date": dt.date, "time": dt.time}
+    return kinds[kind].fromisoformat(raw)
 
 
 def sheet_key(name: str) -> str:
@@ -115,7 +116,8 @@ def foreign_reference(formula: str) -> str | None:
         found = _FOREIGN.search(text)
         if found is not None:
             start = text.rfind("[", 0, found.start() + 1) if found.group().startswith("]") else found.start()
-            end = found.end() + len(_ADDRESS.match(text, found.end()).group())  # type: ignore[union-attr]
+            address = _ADDRESS.match(text, found.end())  # `*`: it always matches, perhaps empty
+            end = found.end() + (len(address.group()) if address else 0)
             return text[max(start, 0):end][:120]
     return None
 
@@ -210,7 +212,7 @@ def load(path: str, data_only: bool) -> Any:
 def read(request: dict[str, Any]) -> dict[str, Any]:
     wb = load(request["path"], data_only=True)
     sheetnames = list(wb.sheetnames)
-    boxes: list[Box] = ([tuple(b) for b in request["ranges"]] if request.get("ranges") is not None  # type: ignore[misc]
+    boxes: list[Box] = ([tuple(b) for b in request["ranges"]] if request.get("ranges") is not None
                         else resolve(request["position"], sheetnames))
     cells = answer_cells(wb, boxes, lambda cell: cell.value is not None)
     sizes = {name: [wb[name].max_row, wb[name].max_column] for name in dict.fromkeys(b[0] for b in boxes)

@@ -27,6 +27,10 @@ from __future__ import annotations
 import os
 import sys
 
+TYPE_CHECKING = False  # not typing's: the recorder loads with every Python start and imports little
+if TYPE_CHECKING:
+    from types import ModuleType
+
 _CONFIG_FILE = "recorder.conf"  # lines: output folder, workspace, event cap, value cap, content cap
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # Folders whose files no behaviour rests on: the Python installation, the system's programs and
@@ -61,7 +65,7 @@ class _Recorder:
         self.content_left = MAX_CONTENT_TOTAL  # workspace files written: last reported state
         self.exit_code: int | None = None
         self.exception: str | None = None
-        self._json = None
+        self._json: ModuleType | None = None  # `json`, imported on first use
 
     # ---- writing lines ----
 
@@ -226,7 +230,7 @@ def written_record(path: str, max_content: int) -> dict | None:
         return None
 
 
-def file_record(f, max_content: int) -> dict:  # type: ignore[no-untyped-def]
+def file_record(f, max_content: int) -> dict:
     """The `written` fields of an open binary file. One over MAX_HASH_BYTES is not read (its `sha256` is
     empty): hashing gigabytes would cost the student's command seconds."""
     import hashlib
@@ -259,7 +263,7 @@ def _monotonic_ns() -> int:
 
 def _text(value: object) -> str:
     try:
-        return os.fsdecode(os.fspath(value))  # type: ignore[arg-type]
+        return os.fsdecode(value) if isinstance(value, (str, bytes, os.PathLike)) else str(value)
     except TypeError:
         return str(value)
 
@@ -331,7 +335,7 @@ _WRAPS: dict[str, tuple[tuple[str, str, bool], ...]] = {
 }
 
 
-def _wrap(recorder: _Recorder, fn, name: str, method: bool, module_file: str | None):  # type: ignore[no-untyped-def]
+def _wrap(recorder: _Recorder, fn, name: str, method: bool, module_file: str | None):
     """`fn` recording its calls, and otherwise out of sight: an exception leaves without the wrapper's frame
     in its traceback (a bare `raise` adds none), and `warnings` skips the frame when it counts `stacklevel`
     (its file name marks it internal) - or, for a library that finds its caller by file (pandas), the frame
@@ -340,7 +344,7 @@ def _wrap(recorder: _Recorder, fn, name: str, method: bool, module_file: str | N
 
     appworld = name == "appworld"
 
-    def recorded(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def recorded(*args, **kwargs):
         if recorder.busy or recorder.depth:
             try:
                 return fn(*args, **kwargs)
@@ -382,7 +386,7 @@ def _note_call(recorder: _Recorder, name: str, appworld: bool, method: bool, arg
         recorder.busy = False
 
 
-def _patch(recorder: _Recorder, module) -> None:  # type: ignore[no-untyped-def]
+def _patch(recorder: _Recorder, module) -> None:
     for attribute, name, method in _WRAPS.get(module.__name__, ()):
         owner, _, attr = attribute.rpartition(".")
         target = getattr(module, owner, None) if owner else module
@@ -403,7 +407,7 @@ class _PostImport:
     def __init__(self, recorder: _Recorder) -> None:
         self.recorder = recorder
 
-    def find_spec(self, name, path=None, target=None):  # type: ignore[no-untyped-def]
+    def find_spec(self, name, path=None, target=None):
         if name not in _WRAPS:
             return None
         for finder in sys.meta_path:
@@ -416,7 +420,7 @@ class _PostImport:
             run = getattr(loader, "exec_module", None)
             if run is None:
                 return spec
-            def exec_and_wrap(module, run=run, recorder=self.recorder):  # type: ignore[no-untyped-def]
+            def exec_and_wrap(module, run=run, recorder=self.recorder):
                 run(module)
                 _patch(recorder, module)
 
@@ -446,14 +450,14 @@ def _install(recorder: _Recorder) -> None:
 
     previous_excepthook = sys.excepthook
 
-    def excepthook(kind, value, tb):  # type: ignore[no-untyped-def]
+    def excepthook(kind, value, tb):
         recorder.exception = f"{kind.__name__}: {value}"
         previous_excepthook(kind, value, tb)
 
     sys.excepthook = excepthook
     real_exit = sys.exit
 
-    def exit(status=None):  # type: ignore[no-untyped-def]
+    def exit(status=None):
         recorder.exit_code = _status(status)
         real_exit(status)
 
@@ -481,8 +485,8 @@ def _status(status: object) -> int:
 
 
 def _quitter(base: type, recorder: _Recorder) -> type:
-    class Quitter(base):  # type: ignore[valid-type, misc]
-        def __call__(self, code=None):  # type: ignore[no-untyped-def]
+    class Quitter(base):
+        def __call__(self, code=None):
             recorder.exit_code = _status(code)
             return super().__call__(code)
 

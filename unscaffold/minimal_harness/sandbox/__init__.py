@@ -4,6 +4,13 @@ Names load lazily: the shell server that runs inside the sandbox imports this pa
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the names `__getattr__` gives, for the type checker
+    from unscaffold.minimal_harness.sandbox.base import Mount, Sandbox, SandboxConfig
+    from unscaffold.minimal_harness.sandbox.factory import open_sandbox
+    from unscaffold.minimal_harness.sandbox.result import ExecResult
+
 __all__ = ["ExecResult", "Mount", "Sandbox", "SandboxConfig", "open_sandbox"]
 
 

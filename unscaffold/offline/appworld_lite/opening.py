@@ -13,7 +13,7 @@ its own text and mocked outputs: one demonstration for the real AppWorld apps, o
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -174,7 +174,7 @@ LITE_DEMO = Demonstration(
 
 
 def build_opening(demo: Demonstration, instruction: str, supervisor: Mapping[str, str],
-                  app_descriptions: list[Mapping[str, Any]]) -> list[Message]:
+                  app_descriptions: Sequence[Mapping[str, Any]]) -> list[Message]:
     """The 23 messages that follow the system prompt: introduction, ten demonstrated calls and their
     outputs, the rules, and the real task behind the marker."""
     apps = sorted(({"name": str(a["name"]), "description": str(a.get("description", ""))}

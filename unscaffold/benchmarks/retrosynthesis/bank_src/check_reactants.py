@@ -15,12 +15,12 @@ import os
 import sys
 from collections import Counter
 
-from rdkit import Chem, RDLogger
+from rdkit import Chem, rdBase
 
 from unscaffold.benchmarks.retrosynthesis.bank_src.common import BAD_ARGUMENT, json_argument
 from unscaffold.benchmarks.retrosynthesis.chem import canonical_mol
 
-RDLogger.DisableLog("rdApp.*")
+rdBase.DisableLog("rdApp.*")
 
 # Species that never contribute atoms to a USPTO product: bases, coupling agents, hydride sources, water.
 REAGENTS = {
@@ -65,7 +65,7 @@ def stereo_marks(mol: Chem.Mol) -> int:
 def ring_systems(mol: Chem.Mol) -> list[tuple[str, Chem.Mol]]:
     """Fused ring systems as generic queries (any bond order, element only) with a readable SMILES."""
     rings = [set(r) for r in mol.GetRingInfo().AtomRings()]
-    systems = []
+    systems: list[set[int]] = []
     for ring in rings:
         merged = [s for s in systems if len(s & ring) >= 2]
         for s in merged:
@@ -73,7 +73,7 @@ def ring_systems(mol: Chem.Mol) -> list[tuple[str, Chem.Mol]]:
             ring |= s
         systems.append(ring)
     params = Chem.AdjustQueryParameters.NoAdjustments()
-    params.makeBondsGeneric = True
+    params.makeBondsGeneric = True  # type: ignore[assignment]  # the RDKit stub types this flag as its owner
     out = []
     for atoms in systems:
         text = Chem.MolFragmentToSmiles(mol, atomsToUse=sorted(atoms), canonical=True)
@@ -184,7 +184,7 @@ def main(argv: list[str]) -> int:
         print(f"reactants (canonical): {answer}")
     for text in info + warnings + problems:
         print(text)
-    if problems:
+    if problems or answer is None:
         print("verdict: INVALID" + (" (nothing written)" if args.get("write_to") else ""))
         return 1
     print("verdict: VALID")

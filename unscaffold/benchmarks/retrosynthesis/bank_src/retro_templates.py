@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import itertools
 import sys
+from collections.abc import Iterable
 
-from rdkit import Chem, RDLogger
-from rdkit.Chem import AllChem
+from rdkit import Chem, rdBase
+from rdkit.Chem import rdChemReactions
 
 from unscaffold.benchmarks.bankgen import bundled
 from unscaffold.benchmarks.retrosynthesis.bank_src.common import BAD_ARGUMENT, json_argument
 from unscaffold.benchmarks.retrosynthesis.chem import CLASS_NAMES, canonical
 
-RDLogger.DisableLog("rdApp.*")
+rdBase.DisableLog("rdApp.*")
 
 CLASSES = CLASS_NAMES  # class number -> name, as the scorer's reports spell them
 MAX_CANDIDATES = 30
@@ -142,7 +143,7 @@ def _outcome_smiles(mols: tuple) -> list[str] | None:
     return out
 
 
-_COMPILED = {}
+_COMPILED: dict[str, tuple] = {}
 
 
 def compiled(template: dict) -> tuple:
@@ -150,8 +151,8 @@ def compiled(template: dict) -> tuple:
     key = template["smarts"]
     if key not in _COMPILED:
         product_side, precursor_side = key.split(">>")
-        retro = AllChem.ReactionFromSmarts(key)
-        forward = AllChem.ReactionFromSmarts(f"{precursor_side}>>{product_side}")
+        retro = rdChemReactions.ReactionFromSmarts(key)
+        forward = rdChemReactions.ReactionFromSmarts(f"{precursor_side}>>{product_side}")
         retro.Initialize()
         forward.Initialize()
         _COMPILED[key] = (retro, forward, Chem.MolFromSmarts(product_side))
@@ -194,7 +195,7 @@ def enumerate_precursors(product: str, reaction_class: int | None = None, limit:
             sign = -1 if template["prefer"] == "big_first" else 1
             outcomes.sort(key=lambda s: sign * Chem.MolFromSmiles(s[0]).GetNumHeavyAtoms())
         for smiles in outcomes:
-            fragments = smiles + [canonical(c) for c in template["co"]]
+            fragments = smiles + _canonical_parts(template["co"])
             key = ".".join(sorted(fragments))
             if key in seen:
                 continue
@@ -203,6 +204,17 @@ def enumerate_precursors(product: str, reaction_class: int | None = None, limit:
                         "co": list(template["co"])})
             if len(out) >= limit:
                 return out
+    return out
+
+
+def _canonical_parts(smiles: Iterable[str]) -> list[str]:
+    """Canonical forms of SMILES known to parse (the table's co-reactants, reactants checked already)."""
+    out = []
+    for text in smiles:
+        form = canonical(text)
+        if form is None:
+            raise ValueError(f"RDKit cannot parse {text!r}")
+        out.append(form)
     return out
 
 
@@ -220,13 +232,13 @@ def forward_matches(product: str, reactants: str) -> tuple[list[str], list[str]]
     """Templates that map the reactants onto the product: (exact, ignoring stereo) lists of template names."""
     mol = Chem.MolFromSmiles(product)
     target, target_flat = canonical(product), canonical(product, stereo=False)
-    fragments = [canonical(f) for f in reactants.split(".")]
+    fragments = _canonical_parts(reactants.split("."))
     exact, flat = [], []
     for template in TEMPLATES:
         _, forward, query = compiled(template)
         if not mol.HasSubstructMatch(query):
             continue
-        remaining = _without(fragments, [canonical(c) for c in template["co"]])
+        remaining = _without(fragments, _canonical_parts(template["co"]))
         if remaining is None:
             continue
         count = forward.GetNumReactantTemplates()
@@ -290,7 +302,7 @@ def run_forward(args: dict) -> int:
         return 2
     exact, flat = forward_matches(product, reactants)
     print(f"product: {product}")
-    print(f"reactants: {'.'.join(canonical(f) for f in reactants.split('.'))}")
+    print(f"reactants: {'.'.join(_canonical_parts(reactants.split('.')))}")
     for label in exact:
         print(f"  forward template gives the product: {label}")
     for label in flat:

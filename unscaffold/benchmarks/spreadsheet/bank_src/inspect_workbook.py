@@ -37,7 +37,9 @@ def main() -> int:
             print(f"  formula {c.coordinate}: {c.value}")
     position = args.get("answer_position")
     if position:
-        counts = {"prefilled": [], "formula": [], "empty": 0}
+        prefilled: list[str] = []
+        formula: list[str] = []
+        empty = 0
         for rng in answer_ranges(position, wb.sheetnames):
             ws = find_sheet(wb, rng.sheet or "")
             if ws is None:
@@ -46,17 +48,17 @@ def main() -> int:
             for row, col in range_cells(rng, ws):
                 cell = ws.cell(row, col)
                 if literal(cell):
-                    counts["prefilled"].append(f"{name(ws.title, row, col)}={show(cell.value)}")
+                    prefilled.append(f"{name(ws.title, row, col)}={show(cell.value)}")
                 elif cell.data_type == "f":
-                    counts["formula"].append(f"{name(ws.title, row, col)}: {cell.value}")
+                    formula.append(f"{name(ws.title, row, col)}: {cell.value}")
                 else:
-                    counts["empty"] += 1
-        print(f"\nanswer_position {position}: {len(counts['prefilled'])} prefilled, {len(counts['formula'])} "
-              f"formula, {counts['empty']} empty cell(s)")
-        if counts["prefilled"]:
+                    empty += 1
+        print(f"\nanswer_position {position}: {len(prefilled)} prefilled, {len(formula)} "
+              f"formula, {empty} empty cell(s)")
+        if prefilled:
             print("prefilled cells (examples of the expected values; keep them): "
-                  + "; ".join(counts["prefilled"][:20]))
-        for line in counts["formula"][:10]:
+                  + "; ".join(prefilled[:20]))
+        for line in formula[:10]:
             print(f"formula in the answer range {line}")
     return 0
 

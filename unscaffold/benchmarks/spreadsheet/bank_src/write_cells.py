@@ -44,7 +44,7 @@ def main() -> int:
             rng = parse_ref(ref)
         except ValueError as e:
             raise Problem(f"{key}: {e}") from None
-        if rng.min_row != rng.max_row or rng.min_col != rng.max_col or rng.min_row is None:
+        if rng.min_row != rng.max_row or rng.min_col != rng.max_col or rng.min_row is None or rng.min_col is None:
             raise Problem(f"{key}: name one cell per value")
         ws = find_sheet(out, sheet_name) or out.create_sheet(sheet_name)
         ws_in = find_sheet(src, sheet_name)

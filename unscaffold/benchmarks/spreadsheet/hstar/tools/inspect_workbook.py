@@ -124,7 +124,7 @@ def parse_ref(ref: str, sheet: str | None=None, part: str | None=None) -> CellRa
         raise RangeError(f'{part!r} is not a cell range')
     if c1 is not None and r1 is not None and (c2 is None):
         c2 = c1
-    elif c1 is not None and r1 is not None and (r2 is None):
+    elif c1 is not None and r1 is not None and (c2 is not None) and (r2 is None):
         return CellRange(sheet, min(c1, c2), r1, max(c1, c2), None)
     if (c1 is None) != (c2 is None) or (r1 is None) != (r2 is None):
         raise RangeError(f'{part!r} mixes a column range with a row range')
@@ -144,12 +144,13 @@ def _parse_part(part: str) -> CellRange:
 def _official_ref(ref: str, sheet: str | None) -> CellRange | None:
     if ':' not in ref:
         m = _OFFICIAL_CELL.match(ref)
-        corners = [m, m] if m else []
+        corners: list[re.Match[str] | None] = [m, m] if m else []
     else:
         corners = [_OFFICIAL_CORNER.match(end) for end in ref.split(':')]
-    if len(corners) != 2 or not all(corners):
+    matched = [m for m in corners if m is not None]
+    if len(corners) != 2 or len(matched) != 2:
         return None
-    (c1, r1), (c2, r2) = [(column_index(m.group(1)), int(m.group(2))) for m in corners]
+    (c1, r1), (c2, r2) = [(column_index(m.group(1)), int(m.group(2))) for m in matched]
     if not (1 <= c1 <= c2 <= MAX_COL and 1 <= r1 <= r2 <= MAX_ROW):
         return None
     return CellRange(sheet, c1, r1, c2, r2)
@@ -281,7 +282,9 @@ def main() -> int:
             print(f"  formula {c.coordinate}: {c.value}")
     position = args.get("answer_position")
     if position:
-        counts = {"prefilled": [], "formula": [], "empty": 0}
+        prefilled: list[str] = []
+        formula: list[str] = []
+        empty = 0
         for rng in answer_ranges(position, wb.sheetnames):
             ws = find_sheet(wb, rng.sheet or "")
             if ws is None:
@@ -290,17 +293,17 @@ def main() -> int:
             for row, col in range_cells(rng, ws):
                 cell = ws.cell(row, col)
                 if literal(cell):
-                    counts["prefilled"].append(f"{name(ws.title, row, col)}={show(cell.value)}")
+                    prefilled.append(f"{name(ws.title, row, col)}={show(cell.value)}")
                 elif cell.data_type == "f":
-                    counts["formula"].append(f"{name(ws.title, row, col)}: {cell.value}")
+                    formula.append(f"{name(ws.title, row, col)}: {cell.value}")
                 else:
-                    counts["empty"] += 1
-        print(f"\nanswer_position {position}: {len(counts['prefilled'])} prefilled, {len(counts['formula'])} "
-              f"formula, {counts['empty']} empty cell(s)")
-        if counts["prefilled"]:
+                    empty += 1
+        print(f"\nanswer_position {position}: {len(prefilled)} prefilled, {len(formula)} "
+              f"formula, {empty} empty cell(s)")
+        if prefilled:
             print("prefilled cells (examples of the expected values; keep them): "
-                  + "; ".join(counts["prefilled"][:20]))
-        for line in counts["formula"][:10]:
+                  + "; ".join(prefilled[:20]))
+        for line in formula[:10]:
             print(f"formula in the answer range {line}")
     return 0
 

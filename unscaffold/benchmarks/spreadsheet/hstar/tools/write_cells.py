@@ -94,7 +94,7 @@ def parse_ref(ref: str, sheet: str | None=None, part: str | None=None) -> CellRa
         raise RangeError(f'{part!r} is not a cell range')
     if c1 is not None and r1 is not None and (c2 is None):
         c2 = c1
-    elif c1 is not None and r1 is not None and (r2 is None):
+    elif c1 is not None and r1 is not None and (c2 is not None) and (r2 is None):
         return CellRange(sheet, min(c1, c2), r1, max(c1, c2), None)
     if (c1 is None) != (c2 is None) or (r1 is None) != (r2 is None):
         raise RangeError(f'{part!r} mixes a column range with a row range')
@@ -165,7 +165,7 @@ def main() -> int:
             rng = parse_ref(ref)
         except ValueError as e:
             raise Problem(f"{key}: {e}") from None
-        if rng.min_row != rng.max_row or rng.min_col != rng.max_col or rng.min_row is None:
+        if rng.min_row != rng.max_row or rng.min_col != rng.max_col or rng.min_row is None or rng.min_col is None:
             raise Problem(f"{key}: name one cell per value")
         ws = find_sheet(out, sheet_name) or out.create_sheet(sheet_name)
         ws_in = find_sheet(src, sheet_name)

@@ -5,7 +5,7 @@ import sys
 
 from calllog import log_at_submit
 
-groups = {}
+groups: dict[tuple[str, str, str], list[dict]] = {}
 for entry in log_at_submit():
     if entry.get("ok") and entry.get("paged"):
         filters = {k: v for k, v in entry.get("args", {}).items() if k not in ("page_index", "page_limit")}
@@ -15,8 +15,8 @@ unfinished = [(key, entries) for key, entries in groups.items()
               if not any(e.get("count", 0) < e.get("page_limit", 5) for e in entries)]
 if unfinished:
     print("Some lists were not read to the end; page on until a page comes back empty before complete_task:")
-    for (app, api, filters), entries in unfinished[:8]:
-        shown = ", ".join(f"{k}={v!r}" for k, v in json.loads(filters).items())
+    for (app, api, filters_json), entries in unfinished[:8]:
+        shown = ", ".join(f"{k}={v!r}" for k, v in json.loads(filters_json).items())
         last = max(e.get("page_index", 0) for e in entries)
         print(f"  apis.{app}.{api}({shown}): pages up to page_index={last} were all full")
     sys.exit(1)
