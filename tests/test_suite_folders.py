@@ -32,8 +32,8 @@ def test_an_unknown_suite_is_one_line_naming_the_close_one() -> None:
                              "spreadsheet"
     with pytest.raises(InputError) as err:
         load_suite("retrosynthesys")
-    assert str(err.value) == "SUITE: unknown suite 'retrosynthesys' (did you mean 'retrosynthesis'?); known: " \
-                             "appworld, appworld_lite, harbor, retrosynthesis, spreadsheet"
+    assert str(err.value) == "SUITE: unknown suite 'retrosynthesys'; known: appworld, appworld_lite, harbor, " \
+                             "retrosynthesis, spreadsheet; did you mean retrosynthesis?"
     with pytest.raises(InputError, match=r"^--split-file: suite 'appworld_lite' generates its own tasks and splits; "
                                          r"split files are for real data \(appworld, harbor, retrosynthesis, "
                                          r"spreadsheet\)$"):

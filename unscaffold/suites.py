@@ -11,7 +11,6 @@ layers that reach suites through this module (the behaviour detectors, the bank 
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
 import importlib.util
@@ -26,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from unscaffold.errors import InputError
+from unscaffold.errors import InputError, did_you_mean
 from unscaffold.iojson import load_toml_model
 
 SUITE_FILE = "suite.toml"
@@ -240,9 +239,7 @@ def find(name: str, source: str = "SUITE", field: str | None = None) -> SuiteEnt
     known = registry()
     if name in known:
         return known[name]
-    close = difflib.get_close_matches(name, sorted(known), n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise InputError(source, field, f"unknown suite {name!r}{hint}; known: {', '.join(names())}")
+    raise InputError(source, field, f"unknown suite {name!r}; known: {', '.join(names())}{did_you_mean(name, known)}")
 
 
 def suite_folder(name: str) -> Path:
