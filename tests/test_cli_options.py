@@ -27,7 +27,7 @@ from unscaffold.errors import InputError
 from unscaffold.specs import ModelSpec, Spec
 
 # Options that say how to run a command, not what it computes, so no settings model holds them.
-NOT_SETTINGS = {"no_preflight", "resume", "config_file", "help"}
+NOT_SETTINGS = {"no_preflight", "resume", "config_file", "help", "verbose", "debug"}
 # train-sft keeps its data and output folder beside its settings: train_config.json is the recipe alone.
 OUTSIDE_THE_MODEL = {"train-sft": {"data", "out"}}
 # Commands whose options are still declared by hand.
@@ -153,7 +153,8 @@ def test_bad_config_files_are_one_line_naming_file_and_key(tmp_path: Path) -> No
         return result.exit_code, result.output
 
     typo = _write(tmp_path / "typo.yaml", {"lora_rank": 8})
-    assert invoke("--config", str(typo)) == (2, f"error: {typo}: lora_rank: not a setting of this command\n")
+    assert invoke("--config", str(typo)) == (
+        2, f"error: {typo}: lora_rank: not a setting of this command; did you mean lora_r?\n")
     bad = _write(tmp_path / "bad.yaml", {"train_sft": {"lora-r": "many"}})
     assert invoke("--config", str(bad)) == (
         2, f"error: {bad}: lora_r: Input should be a valid integer, unable to parse string as an integer\n")

@@ -25,7 +25,7 @@ RUN_FLAGS = ["--no-preflight", "--student", "--out", "--data", "--split", "--spl
              "--sandbox",
              "--command-timeout", "--keep-workspace", "--base-image",
              "--max-turns", "--max-wall", "--max-cost", "--output-cut", "--price-in", "--price-out",
-             "--temperature", "--top-p", "--max-tokens", "--sampling-seed", "--config"]
+             "--temperature", "--top-p", "--max-tokens", "--sampling-seed", "--config", "--verbose", "--debug"]
 
 
 def run_command() -> click.Command:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, BeforeValidator, Field
 from rich.console import Console
 from rich.table import Table
 
+from unscaffold.console import out_console
 from unscaffold.flags import comma_list_kept_empty, flag
 from unscaffold.reproduce.execute import StageFailed, StageRun, execute
 from unscaffold.reproduce.plan import DIR, Plan, Stage
@@ -131,7 +132,7 @@ class Demo:
 
     def __init__(self, config: DemoConfig, console: Console | None = None) -> None:
         self.config = config
-        self.console = console or Console()
+        self.console = console or out_console()
         self.steps: list[StageRun] = []
 
     def plan(self) -> Plan:

@@ -12,6 +12,7 @@ from unscaffold.flags import Concurrency, DataFolder, SplitFile, TaskIds, flag
 from unscaffold.minimal_harness.agent import DEFAULT_MAX_TURNS, MaxTurns
 from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, CommandTimeout, SandboxChoice
 from unscaffold.specs import ModelSpec, read_as
+from unscaffold.suites import suite_help
 
 SPECS = ("student", "editor", "analyst")
 
@@ -19,7 +20,7 @@ SPECS = ("student", "editor", "analyst")
 class EvolveConfig(BaseModel):
     """Everything `unscaffold evolve` is told; fields with a `flag` are its options."""
 
-    suite: str = Field(description="Suite name.")
+    suite: str = Field(description=suite_help())
     student: Annotated[ModelSpec, read_as(ModelSpec, "--student", oracle=True)] = Field(
         description="Model spec of the student.", json_schema_extra=flag("--student"))
     editor: Annotated[ModelSpec, read_as(ModelSpec, "--editor")] = Field(

@@ -9,7 +9,8 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 from rich.console import Console
 
-from unscaffold.errors import UnscaffoldError
+from unscaffold.console import out_console
+from unscaffold.errors import UnscaffoldError, did_you_mean
 from unscaffold.flags import flag
 from unscaffold.reproduce.plan import RECIPES, Plan, load_plan, write_plan
 from unscaffold.reproduce.recipes import Models, Sources, build_plan
@@ -61,7 +62,8 @@ class ReproduceConfig(BaseModel):
 
 def _check_recipe(config: ReproduceConfig) -> None:
     if config.recipe not in RECIPES:
-        raise UnscaffoldError(f"RECIPE: unknown recipe {config.recipe!r}; expected {' or '.join(RECIPES)}")
+        raise UnscaffoldError(f"RECIPE: unknown recipe {config.recipe!r}; expected {' or '.join(RECIPES)}"
+                              f"{did_you_mean(config.recipe, RECIPES)}")
     if config.scale not in ("mini", "paper"):
         raise UnscaffoldError(f"--scale: {config.scale!r} is not mini or paper")
 
@@ -142,7 +144,7 @@ def reproduce(config: ReproduceConfig, console: Console | None = None) -> Path:
     from unscaffold.reproduce.execute import execute
     from unscaffold.reproduce.table import build_table, write_table
 
-    console = console or Console()
+    console = console or out_console()
     plan, folder = prepare(config)
     if config.dry_run:
         dry_run(plan, folder, console)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from unscaffold.errors import InputError
+from unscaffold.errors import InputError, did_you_mean
 from unscaffold.rescue.routers import ROUTERS, RandomRouter, Router, RuleRouter
 from unscaffold.rescue.validation import ValidationTable
 from unscaffold.specs import ModelSpec
@@ -30,4 +30,5 @@ def load_router(name: str, siblings: list[str], table: ValidationTable | None, s
         if not profilers:
             raise InputError("--profiler", None, "the adaptive router needs at least one profiling model spec")
         return AdaptiveRouter.from_specs(siblings, table, profilers, voters or profilers)
-    raise InputError("--router", None, f"unknown router {name!r}; use {', '.join(ROUTERS)}")
+    raise InputError("--router", None, f"unknown router {name!r}; use {', '.join(ROUTERS)}"
+                     f"{did_you_mean(name, ROUTERS)}")

@@ -26,6 +26,7 @@ from unscaffold.minimal_harness.sandbox.base import SandboxSettings
 from unscaffold.outcomes import Outcome
 from unscaffold.reviewer.hook import ReviewCounts
 from unscaffold.specs import ExecutorSpec, HarnessSpec, ModelSpec, ReviewerSpec, read_as
+from unscaffold.suites import suite_help
 
 DEFAULT_REPLACE_BUDGET = 5  # REPLACE decisions a reviewer may make per trial
 
@@ -37,7 +38,7 @@ class RunConfig(BaseModel):
     `config.json` of a run is this model; its specs (student, reviewer, harness, executor) are JSON objects
     there, and a config.json of an earlier version that holds their text still reads."""
 
-    suite: str = Field(description="Suite name: harbor, spreadsheet, retrosynthesis, appworld_lite, appworld.")
+    suite: str = Field(description=suite_help())
     student: Annotated[ModelSpec, read_as(ModelSpec, "--student", oracle=True)] = Field(
         description="Model spec or `oracle`.", json_schema_extra=flag("--student"))
     out: Path = Field(description="Run folder (re-running resumes it).", json_schema_extra=flag("--out"))

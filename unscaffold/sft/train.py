@@ -286,11 +286,12 @@ def passed_through(config: TrainConfig) -> dict[str, dict[str, Any]]:
 def _prepare_with_bar(rows: list[Any], tokenizer: Any, config: TrainConfig, show: bool) -> Prepared:
     if not show:
         return prepare(rows, tokenizer, max_length=config.max_length, split_turns=config.split_turns)
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    from unscaffold.console import err_console
+
     with Progress(TextColumn("rendering rows"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
+                  console=err_console(), transient=True) as bar:
         job = bar.add_task("render", total=len(rows))
         return prepare(rows, tokenizer, max_length=config.max_length, split_turns=config.split_turns,
                        progress=lambda: bar.advance(job))
@@ -478,12 +479,13 @@ class _ProgressBar(TrainerCallback):
     """A rich progress bar over optimizer steps with the latest loss."""
 
     def __init__(self) -> None:
-        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        from unscaffold.console import err_console
 
         self.bar = Progress(TextColumn("train-sft"), BarColumn(), MofNCompleteColumn(),
                             TextColumn("loss {task.fields[loss]}"), TimeRemainingColumn(),
-                            console=Console(stderr=True))
+                            console=err_console())
         self.task: Any = None
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:

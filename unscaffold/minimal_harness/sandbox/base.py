@@ -22,11 +22,12 @@ SandboxKind = Literal["local", "docker", "none"]
 
 def sandbox_kind(value: str) -> SandboxKind:
     """A `--sandbox` value as the typed kind, or one line saying which kinds exist."""
-    from unscaffold.errors import UnscaffoldError
+    from unscaffold.errors import UnscaffoldError, did_you_mean
 
     kinds = typing.get_args(SandboxKind)
     if value not in kinds:
-        raise UnscaffoldError(f"--sandbox: unknown kind {value!r}; use {', '.join(kinds[:-1])} or {kinds[-1]}")
+        raise UnscaffoldError(f"--sandbox: unknown kind {value!r}; use {', '.join(kinds[:-1])} or {kinds[-1]}"
+                              f"{did_you_mean(value, kinds)}")
     return typing.cast(SandboxKind, value)
 DEFAULT_COMMAND_TIMEOUT_S = 600.0  # the reference harness's
 # The `--sandbox` and `--command-timeout` settings, as every command that runs trials declares them.
