@@ -29,9 +29,10 @@ from perf.common import command_line, printed_as_json
 from unscaffold.minimal_harness.tool import EXECUTE_TOOL, system_prompt
 from unscaffold.run.folder import RunFolder
 from unscaffold.sft.build import build_sft
+from unscaffold.suites import find
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED_K = ROOT / "unscaffold" / "benchmarks" / "spreadsheet" / "k"
+SHIPPED_K = find("spreadsheet").k
 
 
 def synthetic_trial(i: int, turns: int) -> tuple[dict, dict, list[dict]]:

@@ -16,12 +16,13 @@ from pathlib import Path
 from perf.common import command_line, print_block, printed_as_json
 from unscaffold.demo import SUITE, DemoConfig, demo_tasks
 from unscaffold.reviewer.cascade_whatif import ALL, cascade_whatif
+from unscaffold.suites import find
 
 
 def collect(out: Path) -> Path:
     config = DemoConfig(out=out, reviewer="rules")  # the gate is measured against the rules on every step
     train, _ = demo_tasks(config)
-    bank = Path(__file__).resolve().parent.parent / "unscaffold" / "benchmarks" / SUITE / "hstar"
+    bank = find(SUITE).bank
     cli = [sys.executable, "-m", "unscaffold.cli"]
     subprocess.run([*cli, "compile-k", str(bank), "--out", str(out / "K"), "--suite", SUITE], check=True,
                    stdout=subprocess.DEVNULL)

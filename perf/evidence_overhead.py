@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from perf.common import command_line, print_block, printed_as_json
-from unscaffold.benchmarks.registry import load_suite
+from unscaffold.benchmarks import load_suite
 from unscaffold.minimal_harness.recorder import EvidenceRecorder, append_evidence
 from unscaffold.minimal_harness.sandbox import open_sandbox
 

@@ -71,6 +71,9 @@ def render() -> str:
     top = ctx_type(root, info_name="unscaffold")
     lines = [HEADER, "", "# Command reference", "",
              "Every command and option of `unscaffold`, as its `--help` gives them. Topics: [docs/](README.md).", ""]
+    lines += ["## `unscaffold`", "", _one_line(root.help or ""), "",
+              f"Usage: `unscaffold {' '.join(root.collect_usage_pieces(top))}`", "",
+              *(o for p in root.params if (o := _option(p, top))), ""]
     for name, command in root.commands.items():
         if not command.hidden:
             lines += _command(command, ["unscaffold", name], top)

@@ -107,3 +107,17 @@ def trained_runs(mask: list[int]) -> list[tuple[int, int]]:
             runs.append((start, i))
             start = None
     return runs
+
+
+def on_suite_path(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
+    """Suite folders under `root` join the registry for one test; a package of the same name that an earlier
+    test imported is out of sight while it runs, so each test imports its own folder."""
+    import sys
+
+    from unscaffold.suites import SEARCH_PATH
+
+    monkeypatch.setenv(SEARCH_PATH, str(root))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    folders = {p.name for p in root.iterdir() if p.is_dir()}
+    for name in [m for m in sys.modules if m.partition(".")[0] in folders]:
+        monkeypatch.delitem(sys.modules, name)

@@ -86,7 +86,7 @@ def test_the_gold_reaches_the_reviewer_only_when_asked(tmp_path: Path) -> None:
 
 
 def test_ablation_options_need_a_reviewer(tmp_path: Path) -> None:
-    from unscaffold.benchmarks.registry import load_suite
+    from unscaffold.benchmarks import load_suite
     from unscaffold.run.setup import trial_context
 
     suite = load_suite("retrosynthesis")
@@ -124,7 +124,7 @@ def test_compare_prints_the_published_figure_beside_a_single_source_run() -> Non
 
 
 def test_the_gold_reviewer_needs_a_reference_solution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from unscaffold.benchmarks.registry import load_suite
+    from unscaffold.benchmarks import load_suite
     from unscaffold.run.setup import trial_context
 
     suite = load_suite("retrosynthesis")

@@ -27,9 +27,9 @@ from unscaffold.offline.appworld_lite.template_kit import heredoc
 from unscaffold.offline.appworld_lite.world import demo_world
 from unscaffold.run.models import RunConfig
 from unscaffold.run.runner import run
+from unscaffold.suites import find
 
-HERE = Path(__file__).resolve().parent.parent / "unscaffold" / "offline" / "appworld_lite"
-BANK, SHIPPED_K = HERE / "hstar", HERE / "k"
+BANK, SHIPPED_K = find("appworld_lite").bank, find("appworld_lite").k
 DOC_FIRST, ALL_PAGES, READ_BACK = "tool:api_doc", "tool:fetch_all_pages", "tool:read_back"
 
 

@@ -24,6 +24,7 @@ from unscaffold.iojson import write_json_atomic
 from unscaffold.llm.types import Message
 from unscaffold.minimal_harness.trajectory import Trajectory
 from unscaffold.run.models import RunConfig, RunResults, TrialResult
+from unscaffold.suites import find
 
 TASKS = ["rxn-003", "rxn-006", "rxn-009"]
 SUITE = RetrosynthesisSuite()
@@ -498,7 +499,7 @@ def test_tasks_without_a_completed_trial_are_excluded_and_counted(tmp_path: Path
            "tuned 1), counted in no behaviour" in " ".join(result.output.split())
 
 
-APPWORLD_BANK = Path(__file__).resolve().parent.parent / "unscaffold" / "offline" / "appworld_lite" / "hstar"
+APPWORLD_BANK = find("appworld_lite").bank
 DOC = "python3 -c \"from apis import apis; print(apis.api_docs.show_api_doc(app_name='notes', api_name='show_notes'))\""
 NOTES = "python3 -c \"from apis import apis; print(apis.notes.show_notes(access_token='t'))\""
 
@@ -555,8 +556,8 @@ def test_several_suites_need_one_run_of_each_role(tmp_path: Path) -> None:
 
 
 def test_components_sharing_a_detector_are_one_behaviour() -> None:
-    from unscaffold.behaviors.detector import DetectorSpec
     from unscaffold.behaviors.recovery import behaviours
+    from unscaffold.detector_spec import DetectorSpec
 
     pages = DetectorSpec(description="every page read", predicate="pages_read")
     detectors = {"tool:fetch_all_pages": pages, "memory:first-page-only": pages.model_copy(update={

@@ -14,6 +14,7 @@ from unscaffold.minimal_harness.tool import system_prompt
 from unscaffold.run.models import RunConfig
 from unscaffold.run.runner import run
 from unscaffold.sft.build import build_row, build_sft
+from unscaffold.suites import find
 
 K = (EXAMPLES / "hstar" / "harbor_k").resolve()
 CANARY = "CANARY-7f3a9c"
@@ -261,7 +262,7 @@ def test_a_file_of_the_wrong_shape_is_one_line_naming_file_and_field(tmp_path: P
     assert (result.exit_code, result.output) == (2, f"error: {run_dir / 'trials' / 't00001' / name}: {message}\n")
 
 
-SHIPPED_KS = [ROOT / "unscaffold" / "benchmarks" / suite / "k" for suite in ("spreadsheet", "retrosynthesis")]
+SHIPPED_KS = [find(suite).k for suite in ("spreadsheet", "retrosynthesis")]
 
 
 def _row_bytes(command: str, content: str = "", reasoning: str = "") -> bytes:

@@ -24,9 +24,10 @@ from unscaffold.cli_options import (
 )
 from unscaffold.config_file import read_config_file
 from unscaffold.errors import InputError
+from unscaffold.specs import ModelSpec, Spec
 
 # Options that say how to run a command, not what it computes, so no settings model holds them.
-NOT_SETTINGS = {"no_preflight", "resume", "config_file", "help"}
+NOT_SETTINGS = {"no_preflight", "resume", "config_file", "help", "verbose", "debug"}
 # train-sft keeps its data and output folder beside its settings: train_config.json is the recipe alone.
 OUTSIDE_THE_MODEL = {"train-sft": {"data", "out"}}
 # Commands whose options are still declared by hand.
@@ -76,6 +77,8 @@ def test_each_option_default_is_its_field_default(name: str) -> None:
         else:
             if isinstance(field_default, list):  # as comma-separated text
                 field_default = ",".join(field_default) or None
+            if isinstance(field_default, Spec):  # as its text
+                field_default = str(field_default)
             assert param.default == field_default, (name, param.opts)
         assert param.help == option.help() and param.help.startswith(option.field.description), (name, param.opts)
         assert option.flag.split("/")[0] in param.opts
@@ -103,9 +106,9 @@ def _settable(model: type[BaseModel]) -> tuple[ModelOption, Any, Any, list[str]]
 
 
 def _required(model: type[BaseModel], arguments: set[str]) -> dict[str, Any]:
-    """A value for each required setting, so that the model validates."""
-    return {name: ["x"] if "list" in str(f.annotation) else "x" for name, f in model.model_fields.items()
-            if f.is_required() and name not in arguments}
+    """A value for each required setting, so that the model validates (a model spec's text: a replay)."""
+    return {name: ["x"] if "list" in str(f.annotation) else "replay:x" if f.annotation is ModelSpec else "x"
+            for name, f in model.model_fields.items() if f.is_required() and name not in arguments}
 
 
 def _write(path: Path, tree: dict[str, Any]) -> Path:
@@ -150,7 +153,8 @@ def test_bad_config_files_are_one_line_naming_file_and_key(tmp_path: Path) -> No
         return result.exit_code, result.output
 
     typo = _write(tmp_path / "typo.yaml", {"lora_rank": 8})
-    assert invoke("--config", str(typo)) == (2, f"error: {typo}: lora_rank: not a setting of this command\n")
+    assert invoke("--config", str(typo)) == (
+        2, f"error: {typo}: lora_rank: not a setting of this command; did you mean lora_r?\n")
     bad = _write(tmp_path / "bad.yaml", {"train_sft": {"lora-r": "many"}})
     assert invoke("--config", str(bad)) == (
         2, f"error: {bad}: lora_r: Input should be a valid integer, unable to parse string as an integer\n")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import HARBOR_EXAMPLES, call, eventually, final, needs_bwrap
-from unscaffold.benchmarks.registry import load_suite
+from unscaffold.benchmarks import load_suite
 from unscaffold.errors import ModelError, RetryableModelError, SandboxUnavailable
 from unscaffold.reviewer.base import RawSubmission, ReviewRequest, ReviewSession
 from unscaffold.reviewer.throttle import ThrottledReviewers

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import CHROMIUM, ROOT, needs_bwrap, rendered_dom
+from unscaffold.suites import find
 
 REPLAYS = ROOT / "examples" / "replay"
 
@@ -55,7 +56,7 @@ def test_training_rows_tell_never_taught_from_not_recovered(tmp_path: Path) -> N
         "base_h", cwd=tmp_path)
     cli(*run, "--harness", "hstar", "--student", f"replay:{REPLAYS / 'demo_student_hstar.json'}", "--tasks",
         ",".join(TEST), "--out", "base_hstar", cwd=tmp_path)
-    detectors = load_bank(ROOT / "unscaffold" / "benchmarks" / "retrosynthesis" / "hstar").detectors()
+    detectors = load_bank(find("retrosynthesis").bank).detectors()
     taught = taught_counts(tmp_path / "sft.jsonl", detectors)
     assert taught.rows == 2
     assert taught.counts == {c: 2 if c in TAUGHT else 0 for c in detectors}

@@ -3,13 +3,11 @@ app world (12,000 characters, head and tail). Any change to these moves every ba
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import call, final
-from unscaffold.benchmarks.registry import SUITES
 from unscaffold.llm.registry import load_provider
 from unscaffold.minimal_harness.agent import Agent, AgentConfig
 from unscaffold.minimal_harness.harness import MinimalHarness
@@ -21,6 +19,7 @@ from unscaffold.minimal_harness.sandbox.result import ExecResult
 from unscaffold.minimal_harness.trajectory import Trajectory
 from unscaffold.run.models import RunConfig
 from unscaffold.run.trial import output_cut
+from unscaffold.suites import find, names
 
 REFERENCE_PROMPT = """\
 You are an autonomous agent working on a task in a Linux workspace.
@@ -33,14 +32,12 @@ variables do not. Every command starts in the workspace root.
 
 When the task is done, reply with a short final answer and no tool call. That reply ends the episode."""
 
-# suite -> characters of output the student sees (None: whole), as the reference harness
-REFERENCE_CUT = {"harbor": None, "spreadsheet": None, "retrosynthesis": None, "appworld_lite": 12_000,
-                 "appworld": 12_000}
+# characters of output the student sees in the app world, as the reference harness; every other suite: whole
+APP_WORLD_CUT = {"appworld_lite": 12_000, "appworld": 12_000}
 
 
 def suite_class(name: str) -> type:
-    module, _, cls = SUITES[name].partition(":")
-    return getattr(importlib.import_module(module), cls)
+    return find(name).suite_class()
 
 
 def test_the_system_prompt_states_the_protocol_only() -> None:
@@ -57,8 +54,9 @@ def test_a_command_may_run_600_seconds_by_default(tmp_path: Path) -> None:
 
 
 def test_output_is_cut_only_in_the_app_world(tmp_path: Path) -> None:
-    assert set(REFERENCE_CUT) == set(SUITES)
-    for name, cut in REFERENCE_CUT.items():
+    assert set(APP_WORLD_CUT) < set(names())
+    for name in names():
+        cut = APP_WORLD_CUT.get(name)
         config = RunConfig(suite=name, student="oracle", out=tmp_path)
         assert suite_class(name).output_cut_chars == cut, name
         assert output_cut(suite_class(name), config) == cut, name

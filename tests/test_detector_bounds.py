@@ -4,8 +4,6 @@ end in "not shown" with a note, never a crash or a stall."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from unscaffold.behaviors.detector import read_trial
@@ -13,9 +11,9 @@ from unscaffold.behaviors.program import MAX_COMMAND_CHARS, MAX_SCRIPT_DEPTH, MA
 from unscaffold.knowledge.bank import load_bank
 from unscaffold.llm.types import Message
 from unscaffold.minimal_harness.trajectory import Trajectory
+from unscaffold.suites import find
 
-ROOT = Path(__file__).resolve().parent.parent
-RETRO = load_bank(ROOT / "unscaffold" / "benchmarks" / "retrosynthesis" / "hstar").detectors()
+RETRO = load_bank(find("retrosynthesis").bank).detectors()
 CHECK = "python3 -c \"from rdkit import Chem; print(Chem.MolFromSmiles(open('answer.txt').read()))\""
 WRITE = "echo CCO > answer.txt"
 

@@ -13,24 +13,22 @@ from tests.helpers import EXAMPLES
 from unscaffold.behaviors.cases import load_cases
 from unscaffold.behaviors.detector import detect
 from unscaffold.knowledge.bank import load_bank
+from unscaffold.suites import entries
 
 ROOT = Path(__file__).resolve().parent.parent
-BANKS = {
-    "retrosynthesis": ROOT / "unscaffold" / "benchmarks" / "retrosynthesis" / "hstar",
-    "spreadsheet": ROOT / "unscaffold" / "benchmarks" / "spreadsheet" / "hstar",
-    "appworld": ROOT / "unscaffold" / "offline" / "appworld_lite" / "hstar",
-    "harbor": EXAMPLES / "hstar" / "harbor_bank",
-    "harbor_words": EXAMPLES / "hstar" / "words_bank",
-}
+# each suite's own bank, with its detector cases beside it (the registry says where), and the example banks
+BANKS = {**{e.name: e.bank for e in entries() if e.cases is not None and e.bank is not None},
+         "harbor": EXAMPLES / "hstar" / "harbor_bank", "harbor_words": EXAMPLES / "hstar" / "words_bank"}
 MINIMUM = 3
 
 
 def test_every_shipped_bank_with_detectors_is_covered() -> None:
-    """A new bank that declares detectors must ship its cases and be listed here."""
-    manifests = [*ROOT.glob("unscaffold/benchmarks/*/hstar/manifest.toml"),
-                 *ROOT.glob("unscaffold/offline/*/hstar/manifest.toml"), *ROOT.glob("examples/**/manifest.toml")]
+    """A bank that declares detectors must ship its cases: a suite's is found through the registry, an example
+    bank must be listed here."""
+    manifests = [*ROOT.glob("unscaffold/**/manifest.toml"), *ROOT.glob("examples/**/manifest.toml")]
     with_detectors = {m.parent.resolve() for m in manifests if "/k/" not in str(m) and load_bank(m.parent).detectors()}
     assert with_detectors == {p.resolve() for p in BANKS.values()}
+    assert sorted(BANKS) == ["appworld_lite", "harbor", "harbor_words", "retrosynthesis", "spreadsheet"]
 
 
 @pytest.mark.parametrize("bank", sorted(BANKS))
@@ -59,13 +57,13 @@ def test_recorded_cases_are_decided_by_their_evidence(bank: str) -> None:
     """A case run for real is decided by what its commands were recorded doing wherever the detector has an
     evidence form; its exit statuses are the real ones (not all 0)."""
     from unscaffold.behaviors.detector import detect_how
-    from unscaffold.behaviors.predicate_table import EVIDENCE_PREDICATES
+    from unscaffold.suites import evidence_predicates
 
     detectors = load_bank(BANKS[bank]).detectors()
     cases = load_cases(BANKS[bank])
     recorded = [c for c in cases.cases if c.task is not None]
     kinds = {detect_how(detectors[c.component], cases.trajectory(c), evidence=cases.evidence(c))[1] for c in recorded
-             if detectors[c.component].predicate in EVIDENCE_PREDICATES}
+             if detectors[c.component].predicate in evidence_predicates()}
     assert kinds <= {"evidence"}
     statuses = {s.exit_code for c in recorded for s in cases.recorded(c).steps}  # type: ignore[union-attr]
     assert not recorded or statuses - {0}, "no recorded case has a failing command"
@@ -111,7 +109,7 @@ def test_a_recipe_run_is_the_tool_call_and_keeps_its_place_in_the_order() -> Non
 def test_a_predicate_detector_is_checked_when_the_bank_loads() -> None:
     from pydantic import ValidationError
 
-    from unscaffold.behaviors.detector import DetectorSpec
+    from unscaffold.detector_spec import DetectorSpec
 
     with pytest.raises(ValidationError, match="unknown predicate 'answer_checked'; known: answer_canonical_any"):
         DetectorSpec(description="d", predicate="answer_checked")
@@ -122,7 +120,7 @@ def test_a_predicate_detector_is_checked_when_the_bank_loads() -> None:
 def test_an_ordered_pattern_detector_places_the_tool_call_in_the_order() -> None:
     from unscaffold.behaviors.cases import Case, CaseFile
     from unscaffold.behaviors.cases import ToolAction as Tool
-    from unscaffold.behaviors.detector import DetectorSpec
+    from unscaffold.detector_spec import DetectorSpec
 
     spec = DetectorSpec(description="looked first", tools=["show_file"], commands=[r"\bhead\b", r">"], ordered=True)
     for steps, shows in (([Tool(tool="show_file"), "echo x > out"], True), (["echo x > out", Tool(tool="show_file")],

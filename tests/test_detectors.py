@@ -4,7 +4,6 @@ the same coverage in their own test files)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,9 +13,9 @@ from unscaffold.behaviors.detector import detect
 from unscaffold.knowledge.bank import load_bank
 from unscaffold.llm.types import Message
 from unscaffold.minimal_harness.trajectory import Trajectory
+from unscaffold.suites import find
 
-ROOT = Path(__file__).resolve().parent.parent
-BANKS = {"appworld": ROOT / "unscaffold" / "offline" / "appworld_lite" / "hstar",
+BANKS = {"appworld": find("appworld_lite").bank,
          "harbor": EXAMPLES / "hstar" / "harbor_bank"}
 Action = str | tuple[str, dict[str, Any]]  # a command, or an h* tool call
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import call, final, needs_bwrap
-from unscaffold.benchmarks.registry import load_suite
+from unscaffold.benchmarks import load_suite
 from unscaffold.minimal_harness.evidence import MAX_EVENTS_PER_COMMAND, CommandEvidence, read_evidence
 from unscaffold.minimal_harness.recorder import EvidenceRecorder, append_evidence, preload
 from unscaffold.minimal_harness.recorder.site_hook import _mode

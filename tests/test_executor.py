@@ -12,8 +12,8 @@ from tests.helpers import HARBOR_EXAMPLES, HARBOR_REPLAY, message_of
 from unscaffold.cli import app
 from unscaffold.errors import InputError
 from unscaffold.run import shipping
-from unscaffold.run.executor_spec import ExecutorSpec, parse_executor
 from unscaffold.run.models import RunConfig
+from unscaffold.specs import ExecutorSpec
 
 
 @pytest.mark.parametrize(("spec", "expected"), [
@@ -25,7 +25,7 @@ from unscaffold.run.models import RunConfig
     ("ray?memory=512MiB", ExecutorSpec(kind="ray", memory_bytes=512 * 2**20)),
 ])
 def test_executor_specs(spec: str, expected: ExecutorSpec) -> None:
-    assert parse_executor(spec) == expected
+    assert ExecutorSpec.parse(spec) == expected
 
 
 @pytest.mark.parametrize(("spec", "message"), [
@@ -37,7 +37,7 @@ def test_executor_specs(spec: str, expected: ExecutorSpec) -> None:
     ("ray?memory=lots", "--executor: memory: 'lots' is not a size (e.g. 2G, 512M)"),
 ])
 def test_bad_executor_specs_are_one_line(spec: str, message: str) -> None:
-    assert message_of(InputError, parse_executor, spec).startswith(message)
+    assert message_of(InputError, ExecutorSpec.parse, spec).startswith(message)
 
 
 def test_without_ray_the_command_says_how_to_install_it(tmp_path: Path, monkeypatch) -> None:
@@ -64,9 +64,9 @@ def test_inputs_are_shipped_and_specs_rebased(tmp_path: Path) -> None:
     root = tmp_path / "node"
     shipping.unpack(shipping.pack(found), root)
     moved = shipping.rebased(config, root, set(found))
-    assert moved.student == f"replay:{root / 'student'}?latency=0.2"
-    assert moved.reviewer == f"cascade:replay:{root / 'reviewer'}"
-    assert moved.harness == str(root / "harness") and moved.data == root / "data"
+    assert str(moved.student) == f"replay:{root / 'student'}?latency=0.2"
+    assert str(moved.reviewer) == f"cascade:replay:{root / 'reviewer'}"
+    assert str(moved.harness) == str(root / "harness") and moved.data == root / "data"
     assert moved.knowledge == tmp_path / "missing"
     assert (root / "student").read_bytes() == HARBOR_REPLAY.read_bytes()
     assert (root / "data" / "hello-file" / "instruction.md").read_text() == \

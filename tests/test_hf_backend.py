@@ -300,17 +300,18 @@ def test_peft_adapter_loads(tiny_model_dir: Path, tmp_path: Path) -> None:  # no
 def test_hf_spec_bounds_new_tokens_per_turn() -> None:
     """`?max_new_tokens=N` caps each turn, so a small model that never learnt to stop cannot run 2,048 tokens."""
     from unscaffold.errors import InputError
-    from unscaffold.llm.registry import load_provider, parse_spec
+    from unscaffold.llm.registry import load_provider
+    from unscaffold.specs import ModelSpec
 
-    spec = parse_spec("hf:tiny-wide+runs/demo/adapter?max_new_tokens=320")
+    spec = ModelSpec.parse("hf:tiny-wide+runs/demo/adapter?max_new_tokens=320")
     assert (spec.target, spec.adapter, spec.max_new_tokens) == ("tiny-wide", "runs/demo/adapter", 320)
-    assert parse_spec("hf:tiny+runs/a").max_new_tokens is None
+    assert ModelSpec.parse("hf:tiny+runs/a").max_new_tokens is None
     model: Any = load_provider("hf:tiny?max_new_tokens=7").for_trial("t")
     assert (model.path, model.max_new_tokens) == ("tiny", 7)
-    assert parse_spec("hf:tiny?max_tokens=7").max_new_tokens == 7  # the name every spec takes
+    assert ModelSpec.parse("hf:tiny?max_tokens=7").max_new_tokens == 7  # the name every spec takes
     with pytest.raises(InputError, match=r"--student: unknown hf option 'max_new_token'; expected temperature="):
-        parse_spec("hf:tiny?max_new_token=7")
+        ModelSpec.parse("hf:tiny?max_new_token=7")
     sampled: Any = load_provider("hf:tiny?max_new_tokens=7&temperature=1").for_trial("t")
     assert (sampled.max_new_tokens, sampled.temperature) == (7, 1.0)  # sampled trials, for Pass@k
     with pytest.raises(InputError, match=r"hf max_tokens '0': Input should be greater than or equal to 1"):
-        parse_spec("hf:tiny?max_new_tokens=0")
+        ModelSpec.parse("hf:tiny?max_new_tokens=0")

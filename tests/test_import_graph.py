@@ -113,3 +113,16 @@ def test_the_graph_sees_deferred_relative_and_type_only_imports(tmp_path: Path) 
     assert find_cycle(graph) == ["pkg.a", "pkg.sub.b", "pkg.c", "pkg.a"]
     (package / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import a\n")
     assert find_cycle(import_graph(package)) is None
+
+
+def test_the_behaviour_layer_imports_no_suite_and_the_bank_loader_no_behaviour() -> None:
+    """Detectors reach each suite's predicates through the registry (unscaffold/suites.py), and the bank loader
+    reads `DetectorSpec` from its own module, so neither depends on a suite or on the other."""
+    graph = import_graph(PACKAGE)
+    suites = ("unscaffold.benchmarks", "unscaffold.offline")
+    offenders = sorted(f"{m} -> {t}" for m, targets in graph.items() for t in targets
+                       if (m.startswith("unscaffold.behaviors") and t.startswith(suites))
+                       or (m == "unscaffold.suites" and t.startswith(suites))
+                       or (m.startswith("unscaffold.knowledge") and t.startswith("unscaffold.behaviors")))
+    assert offenders == []
+    assert "unscaffold.suites" in graph["unscaffold.behaviors.detector"]

@@ -279,7 +279,8 @@ def test_behaviour_detector_after_last_write(commands: list[str], tool: str | No
 
 
 def test_ordered_detector() -> None:
-    from unscaffold.behaviors.detector import DetectorSpec, detect
+    from unscaffold.behaviors.detector import detect
+    from unscaffold.detector_spec import DetectorSpec
 
     spec = DetectorSpec(description="inspect then write", commands=[r"\bhead\b", r">"], ordered=True)
     assert detect(spec, _traj_with(["head in.csv", "echo x > out"]))
@@ -287,7 +288,8 @@ def test_ordered_detector() -> None:
 
 
 def test_stall_and_turn_budget_rules_and_detectors() -> None:
-    from unscaffold.behaviors.detector import DetectorSpec, detect
+    from unscaffold.behaviors.detector import detect
+    from unscaffold.detector_spec import DetectorSpec
     from unscaffold.knowledge.bank import TranscriptRule
 
     stall = Middleware(component_id="check:stall", rule=TranscriptRule(

@@ -277,13 +277,13 @@ def test_openai_own_api_gets_no_reasoning_field(monkeypatch: pytest.MonkeyPatch)
 
 def test_the_server_kind_is_an_option_of_the_spec() -> None:
     from unscaffold.errors import InputError
-    from unscaffold.llm.registry import parse_spec
+    from unscaffold.specs import ModelSpec
 
-    spec = parse_spec("openai:qwen@http://127.0.0.1:8000/v1?server=vllm")
+    spec = ModelSpec.parse("openai:qwen@http://127.0.0.1:8000/v1?server=vllm")
     assert (spec.target, spec.base_url, spec.server) == ("qwen", "http://127.0.0.1:8000/v1", "vllm")
-    assert parse_spec("openai:qwen@http://127.0.0.1:8000/v1").server is None
+    assert ModelSpec.parse("openai:qwen@http://127.0.0.1:8000/v1").server is None
     with pytest.raises(InputError) as err:
-        parse_spec("openai:qwen@http://h/v1?server=tgi")
+        ModelSpec.parse("openai:qwen@http://h/v1?server=tgi")
     assert str(err.value) == "--student: openai server 'tgi' is not one of vllm, sglang"
 
 

@@ -15,17 +15,16 @@ from tests.test_agent_loop import make_agent
 from tests.test_hostile_runs import HONEST_VERIFIER, harbor_task
 from unscaffold.cli import app
 from unscaffold.iojson import append_jsonl, write_json_atomic
-from unscaffold.llm.output_check import (
+from unscaffold.llm.json_bounds import (
     MAX_DEPTH,
     TooDeep,
     loads_bounded,
     repair_text,
     repair_value,
-    repaired_response,
-    response_problem,
     text_depth,
     value_depth,
 )
+from unscaffold.llm.output_check import repaired_response, response_problem
 from unscaffold.llm.qwen_parse import parse_completion
 from unscaffold.llm.types import AssistantResponse, ToolCall, parse_arguments
 from unscaffold.minimal_harness.trajectory import Trajectory

@@ -18,6 +18,7 @@ from unscaffold.run import trial as trial_module
 from unscaffold.run.aggregate import aggregate
 from unscaffold.run.models import RunConfig, TrialResult
 from unscaffold.run.runner import RunStalled, run
+from unscaffold.suites import find
 
 SKIP = "start it, or pass --no-preflight if it is still starting"
 RAY_START = "start one with `ray start --head`, or use --executor ray for a local instance"
@@ -237,7 +238,7 @@ def test_a_routed_run_of_a_student_that_cannot_run_exits_1(tmp_path: Path) -> No
 
 @needs_bwrap
 def test_evolve_stops_when_the_student_cannot_run(tmp_path: Path) -> None:
-    bank = Path(__file__).resolve().parent.parent / "unscaffold" / "offline" / "appworld_lite" / "hstar"
+    bank = find("appworld_lite").bank
     (tmp_path / "editor.json").write_text("{}")
     code, out = invoke(["evolve", "appworld_lite", "--student", "anthropic:x", "--editor",
                         f"replay:{tmp_path / 'editor.json'}", "--base", str(bank), "--tasks",

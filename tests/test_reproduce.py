@@ -188,7 +188,7 @@ def test_two_recipes_of_one_folder_share_base_model_and_split(tmp_path: Path) ->
 def test_the_cli_refuses_an_unknown_recipe_and_a_changed_setting_in_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["reproduce", "harness-x", "--suite", "retrosynthesis", "--out", str(tmp_path)])
     assert (result.exit_code, result.output) == (2, "error: RECIPE: unknown recipe 'harness-x'; expected "
-                                                    "harness-zero or harness-s\n")
+                                                    "harness-zero or harness-s; did you mean harness-s?\n")
     ok = CliRunner().invoke(app, ["reproduce", "harness-zero", "--suite", "retrosynthesis", "--out", str(tmp_path),
                                   "--dry-run"])
     assert ok.exit_code == 0 and "collect-b5: unscaffold run retrosynthesis" in ok.output

@@ -65,7 +65,7 @@ def test_validation_table_then_rank_one_routing(tmp_path: Path, write_replay) ->
 
     record = load_run(via_run)
     assert sorted(t.task_id for t in record.trials) == sorted(test_ids)
-    assert record.config.harness.startswith("route:") and record.label().harness == "routed (rule)"
+    assert record.config.harness.kind == "route" and record.label().harness == "routed (rule)"
     assert all(record.trajectory(t) is not None for t in record.trials)
 
     # the trained router: a router.json (here an adaptive router whose voter ranks docs-first first)

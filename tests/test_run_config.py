@@ -25,7 +25,7 @@ RUN_FLAGS = ["--no-preflight", "--student", "--out", "--data", "--split", "--spl
              "--sandbox",
              "--command-timeout", "--keep-workspace", "--base-image",
              "--max-turns", "--max-wall", "--max-cost", "--output-cut", "--price-in", "--price-out",
-             "--temperature", "--top-p", "--max-tokens", "--sampling-seed", "--config"]
+             "--temperature", "--top-p", "--max-tokens", "--sampling-seed", "--config", "--verbose", "--debug"]
 
 
 def run_command() -> click.Command:
@@ -60,9 +60,10 @@ def test_flat_settings_of_earlier_config_json_are_nested(tmp_path: Path) -> None
     assert config.sandbox == SandboxSettings(kind="none", command_timeout_s=5.0)
     assert config.agent == AgentConfig(max_turns=7, max_wall_s=30.0, price_in_per_mtok=1.5)
     assert config.identity() == RunConfig.identity_of(flat) == {
-        "suite": "harbor", "student": "oracle", "data": None, "split": None, "split_file": None, "task_ids": None,
-        "trials": 1, "harness": "minimal", "opening": None, "finish_checks": True, "reviewer": None,
-        "knowledge": None, "budget": 5, "reviewer_reads_gold": False, "empty_k": False, "max_turns": 7,
+        "suite": "harbor", "student": {"kind": "oracle"}, "data": None, "split": None, "split_file": None,
+        "task_ids": None, "trials": 1, "harness": {"kind": "minimal"}, "opening": None, "finish_checks": True,
+        "reviewer": None, "knowledge": None, "budget": 5, "reviewer_reads_gold": False, "empty_k": False,
+        "max_turns": 7,
         "sampling": {"temperature": None, "top_p": None, "max_tokens": None, "seed": None}}
     assert RunConfig.model_validate(config.model_dump(mode="json")) == config
 

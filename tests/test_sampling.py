@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 from tests.test_llm_http_backends import FakeServer, anthropic_ok, clean_env, server  # noqa: F401 (pytest fixtures)
 from unscaffold.cli import app
 from unscaffold.errors import InputError
-from unscaffold.llm.registry import load_provider, parse_spec
+from unscaffold.llm.registry import load_provider
 from unscaffold.llm.sampling import Sampling
+from unscaffold.specs import ModelSpec
 
 
 def final_answer() -> dict[str, Any]:
@@ -26,15 +27,15 @@ def final_answer() -> dict[str, Any]:
 
 
 def test_every_model_spec_takes_the_sampling_query() -> None:
-    spec = parse_spec("openai:Qwen/Qwen3-8B@http://localhost:8000/v1?temperature=0.7&top_p=0.95&max_tokens=1024&seed=1")
+    spec = ModelSpec.parse("openai:Qwen/Qwen3-8B@http://localhost:8000/v1?temperature=0.7&top_p=0.95&max_tokens=1024&seed=1")
     assert (spec.target, spec.base_url) == ("Qwen/Qwen3-8B", "http://localhost:8000/v1")
     assert spec.sampling == Sampling(temperature=0.7, top_p=0.95, max_tokens=1024, seed=1)
-    assert parse_spec("anthropic:claude-sonnet-4-5?temperature=0.2&max_tokens=900").sampling == Sampling(
+    assert ModelSpec.parse("anthropic:claude-sonnet-4-5?temperature=0.2&max_tokens=900").sampling == Sampling(
         temperature=0.2, max_tokens=900)
-    hf = parse_spec("hf:tiny+runs/a?max_new_tokens=320&temperature=0.8&seed=4")
+    hf = ModelSpec.parse("hf:tiny+runs/a?max_new_tokens=320&temperature=0.8&seed=4")
     assert (hf.target, hf.adapter, hf.max_new_tokens) == ("tiny", "runs/a", 320)
     assert hf.sampling == Sampling(temperature=0.8, max_tokens=320, seed=4)
-    assert parse_spec("openai:gpt-5").sampling == Sampling()
+    assert ModelSpec.parse("openai:gpt-5").sampling == Sampling()
 
 
 @pytest.mark.parametrize(("spec", "message"), [
@@ -50,7 +51,7 @@ def test_every_model_spec_takes_the_sampling_query() -> None:
 ])
 def test_a_bad_sampling_query_is_one_line(spec: str, message: str) -> None:
     with pytest.raises(InputError) as e:
-        parse_spec(spec)
+        ModelSpec.parse(spec)
     assert str(e.value) == message
 
 

@@ -12,9 +12,10 @@ import pytest
 from unscaffold.knowledge.kfolder import load_k
 from unscaffold.sft.build import build_sft
 from unscaffold.sft.scrub import Markers, build_markers
+from unscaffold.suites import find
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED_K = ROOT / "unscaffold" / "benchmarks" / "spreadsheet" / "k"
+SHIPPED_K = find("spreadsheet").k
 CANARIES = ["café-42", 'say "hi"']
 
 

@@ -110,11 +110,11 @@ def test_the_adapter_loads_under_hf_and_merges(trained: tuple[Path, Path], learn
     from transformers import AutoModelForCausalLM
 
     from unscaffold.llm.hf_backend import HFModel
-    from unscaffold.llm.registry import parse_spec
+    from unscaffold.specs import ModelSpec
 
     _, run = trained
-    spec = parse_spec(f"hf:{learnable_tiny}+{run}")
-    model = HFModel(spec.raw, spec.target, adapter=spec.adapter, max_new_tokens=8, device="cpu")
+    spec = ModelSpec.parse(f"hf:{learnable_tiny}+{run}")
+    model = HFModel(str(spec), spec.target, adapter=spec.adapter, max_new_tokens=8, device="cpu")
     response = model.complete([Message(role="user", content="Write 3 to answer.txt")], TOOLS)
     loaded: Any = model._model
     assert isinstance(loaded, PeftModel) and response.usage.output_tokens >= 1

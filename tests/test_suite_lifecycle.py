@@ -7,11 +7,10 @@ import contextlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 
-from unscaffold.benchmarks import registry
+from tests.helpers import on_suite_path
 from unscaffold.benchmarks.base import Score, Suite, Task
 from unscaffold.llm.types import Message
 from unscaffold.minimal_harness.sandbox.base import Sandbox, SandboxConfig, SandboxKind
@@ -25,7 +24,7 @@ CALLS: list[str] = []
 class RecordingSuite(Suite):
     """Two tasks; scoring `crash` raises."""
 
-    name: ClassVar[str] = "recording"
+    name = "recording"
 
     def tasks(self, split: str | None = None) -> list[Task]:
         return [Task(id="fine", instruction="write ok"), Task(id="crash", instruction="write ok")]
@@ -61,8 +60,15 @@ class RecordingSuite(Suite):
 
 
 @pytest.fixture
-def recording(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    monkeypatch.setitem(registry.SUITES, "recording", f"{__name__}:RecordingSuite")
+def recording(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
+    """The suite registered as a folder of its own on the search path, whose suite module is this one's."""
+    folder = tmp_path / "suites" / "recording"
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text("")
+    (folder / "suite.py").write_text(f"from {__name__} import RecordingSuite as RecordingSuite\n")
+    (folder / "suite.toml").write_text('description = "two tasks, one whose scorer crashes"\n'
+                                       'suite = "suite:RecordingSuite"\n')
+    on_suite_path(monkeypatch, folder.parent)
     CALLS.clear()
     return CALLS
 

@@ -229,10 +229,10 @@ def test_merged_logits_equal_the_adapter_logits(trained: Path, loaded: tuple[Any
 
 def test_hf_prompt_is_the_training_prefix_on_the_hybrid(trained: Path, hybrid: Path) -> None:
     from unscaffold.llm.hf_backend import HFModel
-    from unscaffold.llm.registry import parse_spec
+    from unscaffold.specs import ModelSpec
 
-    spec = parse_spec(f"hf:{HYBRID_NAME}+{trained}")
-    hf = HFModel(spec.raw, spec.target, adapter=spec.adapter, max_new_tokens=4, device="cpu")
+    spec = ModelSpec.parse(f"hf:{HYBRID_NAME}+{trained}")
+    hf = HFModel(str(spec), spec.target, adapter=spec.adapter, max_new_tokens=4, device="cpu")
     msgs = [Message.model_validate(m) for m in reviewed_row()["messages"]]
     tok = hf.tokenizer
     sample = render_sample(msgs, TOOLS, tok)

@@ -1,5 +1,8 @@
 """unscaffold: distil an optimized agent harness into model weights (Harness-Zero reviewer distillation, LoRA
-SFT) and compare it with sibling-harness rescue RL (Harness-S), from the first trial to the comparison of runs."""
+SFT) and compare it with sibling-harness rescue RL (Harness-S), from the first trial to the comparison of runs.
+
+A bad option or input is one line on stderr (exit 2); an internal error is one line naming the file that keeps
+its traceback (exit 1; --debug prints it)."""
 
 from __future__ import annotations
 
@@ -8,12 +11,20 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from unscaffold.cli_exit import exit_on_problem, fail, or_fail
-from unscaffold.cli_options import command_from_model, setting_argument, suite_arguments, switch
+from unscaffold.cli_exit import CommandGroup, exit_on_problem
+from unscaffold.cli_options import (
+    DEBUG_HELP,
+    VERBOSE_HELP,
+    command_from_model,
+    on_debug,
+    on_verbose,
+    setting_argument,
+    suite_arguments,
+    switch,
+)
 from unscaffold.command_settings import (
     BehaviorsSettings,
     BuildSftSettings,
@@ -26,6 +37,7 @@ from unscaffold.command_settings import (
     ReportSettings,
     SplitSettings,
 )
+from unscaffold.console import err_console, out_console
 from unscaffold.demo import DemoConfig
 from unscaffold.errors import UnscaffoldError
 from unscaffold.evolve.config import EvolveConfig
@@ -38,8 +50,7 @@ from unscaffold.run.models import RunConfig
 from unscaffold.sft.cli import register as _register_sft
 from unscaffold.terminal_text import inert
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
-console = Console(stderr=True)
+app = typer.Typer(cls=CommandGroup, add_completion=False, no_args_is_help=True, help=__doc__)
 
 
 def _print_version(value: bool) -> None:
@@ -52,7 +63,9 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _root(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
-                                       help="Print the version and exit.")) -> None:
+                                       help="Print the version and exit."),
+          verbose: bool = typer.Option(False, "--verbose", help=VERBOSE_HELP, callback=on_verbose, is_eager=True),
+          debug: bool = typer.Option(False, "--debug", help=DEBUG_HELP, callback=on_debug, is_eager=True)) -> None:
     """unscaffold: distil an optimized agent harness into model weights and compare it with sibling-harness
     rescue RL, from the first trial to the comparison of runs."""
 
@@ -61,46 +74,43 @@ def run_command(config: RunConfig, values: dict[str, Any]) -> None:
     """Run trials of a suite; without a reviewer this is an evaluation."""
     from unscaffold.run.runner import run as run_suite
 
+    if config.sandbox.kind == "none":
+        err_console().print("[yellow]warning: --sandbox none runs model commands on this machine without isolation")
+    if not values["no_preflight"]:
+        from unscaffold.preflight import check_run
+
+        check_run(config.student, config.reviewer, config.sandbox.kind, config.executor)
+    if config.harness.kind == "route":
+        return print_routed(config)
+    if config.router or config.router_validation:
+        raise UnscaffoldError("--router: routing needs --harness route:POOL")
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=err_console(), transient=False)
+    job = bar.add_task(f"{config.suite} trials", total=None)
+    from unscaffold.progress_lines import ProgressLines
+
+    lines = None if err_console().is_terminal else ProgressLines(f"{config.suite} trials")  # a log sees no bar
+    finished = [0]
+
+    def started(total: int, done: int) -> None:  # once set-up has passed: no bar before an input error
+        bar.update(job, total=total, completed=done)
+        finished[0] = done
+        if lines is None:
+            bar.start()
+        else:
+            lines.update(done, total=total)
+
+    def advance(_: Any) -> None:
+        bar.advance(job)
+        finished[0] += 1
+        if lines is not None:
+            lines.update(finished[0])
+
     try:
-        if config.sandbox.kind == "none":
-            console.print("[yellow]warning: --sandbox none runs model commands on this machine without isolation")
-        if not values["no_preflight"]:
-            from unscaffold.preflight import check_run
-
-            check_run(config.student, config.reviewer, config.sandbox.kind, config.executor)
-        if config.harness.startswith("route:"):
-            return print_routed(config)
-        if config.router or config.router_validation:
-            raise UnscaffoldError("--router: routing needs --harness route:POOL")
-        bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                       console=console, transient=False)
-        job = bar.add_task(f"{config.suite} trials", total=None)
-        from unscaffold.progress_lines import ProgressLines
-
-        lines = None if console.is_terminal else ProgressLines(f"{config.suite} trials")  # a log sees no bar
-        finished = [0]
-
-        def started(total: int, done: int) -> None:  # once set-up has passed: no bar before an input error
-            bar.update(job, total=total, completed=done)
-            finished[0] = done
-            if lines is None:
-                bar.start()
-            else:
-                lines.update(done, total=total)
-
-        def advance(_: Any) -> None:
-            bar.advance(job)
-            finished[0] += 1
-            if lines is not None:
-                lines.update(finished[0])
-
-        try:
-            summary = run_suite(config, progress=advance, on_start=started)
-        finally:
-            if bar.live.is_started:  # stopping a bar never shown prints a blank line before the error
-                bar.stop()
-    except UnscaffoldError as e:
-        fail(e)
+        summary = run_suite(config, progress=advance, on_start=started)
+    finally:
+        if bar.live.is_started:  # stopping a bar never shown prints a blank line before the error
+            bar.stop()
     results = summary.model_dump(mode="json")
     print_summary(results, config.out)
     exit_on_problem(results)
@@ -114,7 +124,7 @@ def print_routed(config: RunConfig) -> None:
     """Rank-1 routing: each task under the harness the router ranks first; the table says which."""
     from unscaffold.rescue.route import run_route_spec
 
-    print_routed_run(config.suite, or_fail(lambda: run_route_spec(config)), config.out)
+    print_routed_run(config.suite, run_route_spec(config), config.out)
 
 
 def print_summary(results: dict, out: Path) -> None:
@@ -135,23 +145,23 @@ def print_summary(results: dict, out: Path) -> None:
                       inert(note[:40]))
         if r.outcome in ERROR_OUTCOMES:
             not_student.append(r)
-    Console().print(table)
+    out_console().print(table)
     if not_student:
         failed = Table(title="not the student's failures: the environment, verifier or machinery failed")
         for name in ("trial", "outcome", "reason"):
             failed.add_column(name, overflow="fold")
         for r in not_student:
             failed.add_row(inert(r.trial_id), inert(r.outcome), inert(r.reason))
-        Console().print(failed)
+        out_console().print(failed)
     for r in approximate:
-        Console().print(inert(f"{r.trial_id} {r.outcome}, with lines of its environment not applied: "
+        out_console().print(inert(f"{r.trial_id} {r.outcome}, with lines of its environment not applied: "
                               f"{'; '.join(r.environment_notes)} (--sandbox docker builds the task's image)"),
-                        highlight=False)
+                            highlight=False)
     for task_id, why in sorted((results.get("skipped_tasks") or {}).items()):
-        Console().print(inert(f"skipped task {task_id}: {why}"), highlight=False)
+        out_console().print(inert(f"skipped task {task_id}: {why}"), highlight=False)
     extra = "".join(f"  {k}={results[k]:.2f}" for k in ("tgc", "sgc") if k in results)
     saved = results.get("reviewer_calls_saved")
-    Console().print(
+    out_console().print(
         f"pass@1 {results['pass_at_1']:.2f}% over {results['n_tasks']} tasks / {results['n_trials']} trials{extra}"
         f"  replacements={results['replacements']}  reviewer_calls={results['reviewer_calls']}"
         f"{f'  calls_saved={saved}' if saved else ''}  wall={results['wall_time_s']:.1f}s\n"
@@ -169,20 +179,17 @@ def exec_command(s: ExecSettings, values: dict[str, Any]) -> None:
 
     from unscaffold.minimal_harness.sandbox import SandboxConfig, open_sandbox
 
+    kind = sandbox_kind(sandbox)
+    ws = workspace or Path(tempfile.mkdtemp(prefix="unscaffold-ws-"))
     try:
-        kind = sandbox_kind(sandbox)
-        ws = workspace or Path(tempfile.mkdtemp(prefix="unscaffold-ws-"))
+        box = open_sandbox(SandboxConfig(kind=kind, workspace=ws, network=network, timeout_s=timeout))
         try:
-            box = open_sandbox(SandboxConfig(kind=kind, workspace=ws, network=network, timeout_s=timeout))
-            try:
-                result = box.execute(command[0] if len(command) == 1 else shlex.join(command))
-            finally:
-                box.close()
+            result = box.execute(command[0] if len(command) == 1 else shlex.join(command))
         finally:
-            if workspace is None:
-                shutil.rmtree(ws, ignore_errors=True)
-    except UnscaffoldError as e:
-        fail(e)
+            box.close()
+    finally:
+        if workspace is None:
+            shutil.rmtree(ws, ignore_errors=True)
     sys.stdout.write(result.observation() + "\n")
     raise typer.Exit(0 if result.exit_code == 0 else 1)
 
@@ -200,13 +207,10 @@ def _image_command(suites: bool, mirror: str | None, suite: str | None) -> None:
     from unscaffold.minimal_harness.sandbox.docker_sandbox import connect
     from unscaffold.offline import images
 
-    try:
-        client = connect()
-        tag = images.build_base(client, images.base_recipe(mirror, suite), say=console.print)
-        if suites:
-            tag = images.build_suites(client, tag, say=console.print)
-    except UnscaffoldError as e:
-        fail(e)
+    client = connect()
+    tag = images.build_base(client, images.base_recipe(mirror, suite), say=err_console().print)
+    if suites:
+        tag = images.build_suites(client, tag, say=err_console().print)
     sys.stdout.write(tag + "\n")
 
 
@@ -231,8 +235,8 @@ def export_atif(s: ExportAtifSettings, values: dict[str, Any]) -> None:
     from unscaffold.minimal_harness.atif import export_run
     from unscaffold.run.folder import RunFolder
 
-    paths = or_fail(lambda: export_run(RunFolder(s.run_dir), s.out))
-    Console().print(f"wrote {len(paths)} ATIF trajectories")
+    paths = export_run(RunFolder(s.run_dir), s.out)
+    out_console().print(f"wrote {len(paths)} ATIF trajectories")
 
 
 app.command("export-atif")(command_from_model(
@@ -246,24 +250,21 @@ def compile_k_command(s: CompileKSettings, values: dict[str, Any]) -> None:
     from unscaffold.knowledge.compiler import compile_k, lint_k
     from unscaffold.knowledge.kfolder import load_k
 
-    try:
-        report = compile_k(bank, out, sandbox=sandbox_kind(sandbox), verify=verify)
-        if suite:
-            with load_suite(suite, data) as loaded:
-                problems = lint_k(load_k(out), loaded.leak_markers())
-            if problems:
-                raise UnscaffoldError(f"{out}: K leaks the suite's answers: {problems[0]}"
-                                      + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
-    except UnscaffoldError as e:
-        fail(e)
+    report = compile_k(bank, out, sandbox=sandbox_kind(sandbox), verify=verify)
+    if suite:
+        with load_suite(suite, data) as loaded:
+            problems = lint_k(load_k(out), loaded.leak_markers())
+        if problems:
+            raise UnscaffoldError(f"{out}: K leaks the suite's answers: {problems[0]}"
+                                  + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
     table = Table(title=f"K from {bank}")
     table.add_column("tool")
     table.add_column("example", justify="right")
     table.add_column("recipe = tool")
     for c in report.recipe_checks:
         table.add_row(c.tool, str(c.example), "yes" if c.same_output and c.same_files else "NO")
-    Console().print(table)
-    Console().print(f"{report.components} components written to {out}")
+    out_console().print(table)
+    out_console().print(f"{report.components} components written to {out}")
 
 
 app.command("compile-k")(command_from_model(
@@ -278,11 +279,8 @@ def build_sft_command(s: BuildSftSettings, values: dict[str, Any]) -> None:
     run_dirs, out, min_reward, keep_all, canary = s.run_dirs, s.out, s.min_reward, s.keep_all, s.canary
     from unscaffold.sft.build import build_sft, report_path
 
-    try:
-        report = build_sft(run_dirs, out, min_reward=min_reward, keep_all=keep_all, audits=s.audit,
-                           include_hstar=s.include_hstar, canaries=canary or [])
-    except UnscaffoldError as e:
-        fail(e)
+    report = build_sft(run_dirs, out, min_reward=min_reward, keep_all=keep_all, audits=s.audit,
+                       include_hstar=s.include_hstar, canaries=canary or [])
     table = Table(title=f"build-sft -> {out}")
     table.add_column("outcome")
     table.add_column("trials", justify="right")
@@ -291,18 +289,18 @@ def build_sft_command(s: BuildSftSettings, values: dict[str, Any]) -> None:
         table.add_row(f"kept, source {source}", str(count))
     for reason, count in report.dropped.items():
         table.add_row(f"dropped: {reason}", str(count))
-    Console().print(table)
+    out_console().print(table)
     shown = report.drops if keep_all else report.drops[:BUILD_SFT_DROPS_SHOWN]
     for drop in shown:  # every trial not kept names itself; a leak shows its marker in the row around it
         where = f" {drop.marker!r} in ...{drop.context}..." if drop.marker else ""
-        Console().print(f"dropped {drop.trial_id}: {drop.reason}{where}", highlight=False, markup=False)
+        out_console().print(f"dropped {drop.trial_id}: {drop.reason}{where}", highlight=False, markup=False)
     if len(report.drops) > len(shown):
-        Console().print(f"... {len(report.drops) - len(shown)} more dropped trials in {report_path(out)}",
-                        highlight=False)
+        out_console().print(f"... {len(report.drops) - len(shown)} more dropped trials in {report_path(out)}",
+                            highlight=False)
     audits = f"extra audits: {', '.join(report.audits)}" if report.audits else "no extra audits"
-    Console().print(f"{report.kept}/{report.trials} trials kept ({audits}), {report.masked_reasoning_turns} "
-                    f"reasoning turns masked, {report.untrained_turns} malformed turns kept as context, "
-                    f"{report.replacements_kept} replacements kept; report: {report_path(out)}", highlight=False)
+    out_console().print(f"{report.kept}/{report.trials} trials kept ({audits}), {report.masked_reasoning_turns} "
+                        f"reasoning turns masked, {report.untrained_turns} malformed turns kept as context, "
+                        f"{report.replacements_kept} replacements kept; report: {report_path(out)}", highlight=False)
 
 
 app.command("build-sft")(command_from_model(
@@ -316,8 +314,8 @@ def report_command(s: ReportSettings, values: dict[str, Any]) -> None:
     """Write a self-contained HTML page of a run: summary, plots, per-trial review timelines."""
     from unscaffold.run.report import write_report
 
-    path = or_fail(lambda: write_report(s.run_dir, s.out))
-    Console().print(f"report: {path}", highlight=False)
+    path = write_report(s.run_dir, s.out)
+    out_console().print(f"report: {path}", highlight=False)
 
 
 app.command("report")(command_from_model(
@@ -344,22 +342,19 @@ def behaviors_command(s: BehaviorsSettings, values: dict[str, Any]) -> None:
     from unscaffold.behaviors.taught import taught_counts
     from unscaffold.behaviors.terminal import emit, print_pooled, print_recovery, trial_rule
 
-    try:
-        chosen = trial_rule(rule)
-        groups = by_suite([load_run(r) for r in base_h], [load_run(r) for r in base_hstar],
-                          [load_run(r) for r in tuned])
-        if bank is not None and len(groups) > 1:
-            raise UnscaffoldError(f"--bank {bank}: one bank cannot serve {len(groups)} suites; leave --bank out so "
-                                  "each suite uses the bank its base + h* run used")
-        rows = None
-        if taught is not None:
-            if len(groups) > 1:
-                raise UnscaffoldError(f"--taught {taught}: one set of training rows per suite; give one suite")
-            rows = taught_counts(taught, bank_detectors(groups[0][1], bank)[1])
-        tables = [recovery_table(*group, rule=chosen, min_eligible=min_eligible, bank=bank, taught=rows)
-                  for group in groups]
-    except UnscaffoldError as e:
-        fail(e)
+    chosen = trial_rule(rule)
+    groups = by_suite([load_run(r) for r in base_h], [load_run(r) for r in base_hstar],
+                      [load_run(r) for r in tuned])
+    if bank is not None and len(groups) > 1:
+        raise UnscaffoldError(f"--bank {bank}: one bank cannot serve {len(groups)} suites; leave --bank out so "
+                              "each suite uses the bank its base + h* run used")
+    rows = None
+    if taught is not None:
+        if len(groups) > 1:
+            raise UnscaffoldError(f"--taught {taught}: one set of training rows per suite; give one suite")
+        rows = taught_counts(taught, bank_detectors(groups[0][1], bank)[1])
+    tables = [recovery_table(*group, rule=chosen, min_eligible=min_eligible, bank=bank, taught=rows)
+              for group in groups]
     several = pooled(tables) if len(tables) > 1 else None
     result: RecoveryTable | PooledRecovery = tables[0] if several is None else several
     show = (lambda: print_recovery(tables[0])) if several is None else (lambda: print_pooled(several))
@@ -380,18 +375,15 @@ def compare_command(s: CompareSettings, values: dict[str, Any]) -> None:
     from unscaffold.behaviors.taught import taught_counts
     from unscaffold.behaviors.terminal import emit, print_comparison, trial_rule
 
-    try:
-        loaded = [load_run(r) for r in runs]
-        rows = None
-        if taught is not None:
-            hstar = [r for r in loaded if r.results.harness == "hstar" and not r.results.reviewer]
-            if not hstar:
-                raise UnscaffoldError(f"--taught {taught}: no base + h* run names the bank to count behaviours with")
-            rows = taught_counts(taught, bank_detectors(hstar[0], bank)[1])
-        result = compare(loaded, baseline=baseline, seed=seed, rule=trial_rule(rule),
-                         min_eligible=min_eligible, bank=bank, taught=rows)
-    except UnscaffoldError as e:
-        fail(e)
+    loaded = [load_run(r) for r in runs]
+    rows = None
+    if taught is not None:
+        hstar = [r for r in loaded if r.results.harness == "hstar" and not r.results.reviewer]
+        if not hstar:
+            raise UnscaffoldError(f"--taught {taught}: no base + h* run names the bank to count behaviours with")
+        rows = taught_counts(taught, bank_detectors(hstar[0], bank)[1])
+    result = compare(loaded, baseline=baseline, seed=seed, rule=trial_rule(rule),
+                     min_eligible=min_eligible, bank=bank, taught=rows)
     emit(result, lambda: comparison_page(result), out, as_json, lambda: print_comparison(result))
 
 
@@ -408,10 +400,7 @@ def cascade_report_command(s: CascadeReportSettings, values: dict[str, Any]) -> 
     from unscaffold.reviewer.cascade_report import print_whatif, whatif_page
     from unscaffold.reviewer.cascade_whatif import cascade_whatif
 
-    try:
-        result = cascade_whatif(runs)
-    except UnscaffoldError as e:
-        fail(e)
+    result = cascade_whatif(runs)
     if out:
         write_text_atomic(out, whatif_page(result))
     if as_json:
@@ -434,20 +423,17 @@ def evolve_command(config: EvolveConfig, values: dict[str, Any]) -> None:
     from unscaffold.evolve.run import evolve
     from unscaffold.evolve.tables import print_report
 
-    try:
-        if config.single and config.pool is not None:
-            raise UnscaffoldError("--single and --pool exclude each other")
-        if not values["no_preflight"]:
-            from unscaffold.preflight import check_models
+    if config.single and config.pool is not None:
+        raise UnscaffoldError("--single and --pool exclude each other")
+    if not values["no_preflight"]:
+        from unscaffold.preflight import check_models
 
-            check_models([("--student", config.student), ("--editor", config.editor),
-                          ("--analyst", config.analyst)], config.sandbox)
-        with console.status("evolving (run folders and exchanges under --out)") as status:
-            report = evolve(config, lambda step: status.update(f"evolving: {step}"))
-    except UnscaffoldError as e:
-        fail(e)
-    print_report(report, Console())
-    Console().print(f"rounds: {config.out / 'rounds.json'}", highlight=False)
+        check_models([("--student", config.student), ("--editor", config.editor),
+                      ("--analyst", config.analyst)], config.sandbox)
+    with err_console().status("evolving (run folders and exchanges under --out)") as status:
+        report = evolve(config, lambda step: status.update(f"evolving: {step}"))
+    print_report(report, out_console())
+    out_console().print(f"rounds: {config.out / 'rounds.json'}", highlight=False)
 
 
 app.command("evolve")(command_from_model(EvolveConfig, "evolve", suite_arguments(EvolveConfig), evolve_command))
@@ -460,17 +446,14 @@ def split_command(s: SplitSettings, values: dict[str, Any]) -> None:
     from unscaffold.benchmarks.splits import guess_suite, parse_sizes, seeded_split
     from unscaffold.iojson import write_json_atomic
 
-    try:
-        wanted = parse_sizes(sizes)
-        name = suite or guess_suite(folder)
-        with load_suite(name, folder) as loaded:
-            ids = [t.id for split in loaded.splits() for t in loaded.tasks(split)]
-        split_file = seeded_split(ids, wanted, seed)
-    except UnscaffoldError as e:
-        fail(e)
+    wanted = parse_sizes(sizes)
+    name = suite or guess_suite(folder)
+    with load_suite(name, folder) as loaded:
+        ids = [t.id for split in loaded.splits() for t in loaded.tasks(split)]
+    split_file = seeded_split(ids, wanted, seed)
     write_json_atomic(out, split_file.model_dump(mode="json"))
     counts = ", ".join(f"{k} {v}" for k, v in split_file.sizes().items())
-    Console().print(f"{name}: {len(set(ids))} tasks -> {counts}; {out}", highlight=False)
+    out_console().print(f"{name}: {len(set(ids))} tasks -> {counts}; {out}", highlight=False)
 
 
 app.command("split")(command_from_model(
@@ -486,31 +469,28 @@ def demo_command(config: DemoConfig, values: dict[str, Any]) -> None:
     from unscaffold.run.folder import RunFolder
 
     if config.shipped():
-        console.print("Using the shipped recorded students and reviewer (examples/replay/demo_*.json) and the "
-                      "built-in tiny model: offline, a few minutes on two cores.", highlight=False)
+        err_console().print("Using the shipped recorded students and reviewer (examples/replay/demo_*.json) and "
+                            "the built-in tiny model: offline, a few minutes on two cores.", highlight=False)
     if not values["no_preflight"]:
         from unscaffold.preflight import check_models, check_training
 
-        try:
-            check_models([("--student", config.student), ("--hstar-student", config.hstar_student),
-                          ("--reviewer", config.reviewer)], "local")
-            check_training(config.model)
-        except UnscaffoldError as e:
-            fail(e)
-    demo = Demo(config, console=Console())
+        check_models([("--student", config.student), ("--hstar-student", config.hstar_student),
+                      ("--reviewer", config.reviewer)], "local")
+        check_training(config.model)
+    demo = Demo(config, console=out_console())
     try:
         demo.run()
-    except UnscaffoldError as e:
-        demo.summary()
-        fail(e)
+    except UnscaffoldError:
+        demo.summary()  # the steps that finished, then the one line of the error
+        raise
     demo.summary()
     if config.model == TINY:
         demo.settings()
-        Console().print(PLUMBING, style="yellow", highlight=False)
-    Console().print(REAL, highlight=False, soft_wrap=True)
+        out_console().print(PLUMBING, style="yellow", highlight=False)
+    out_console().print(REAL, highlight=False, soft_wrap=True)
     out = config.out
-    Console().print(f"reports: {out / 'compare.html'}  {out / 'behaviors.html'}  {RunFolder(out / 'collect').report}",
-                    highlight=False)
+    out_console().print(f"reports: {out / 'compare.html'}  {out / 'behaviors.html'}  "
+                        f"{RunFolder(out / 'collect').report}", highlight=False)
 
 
 app.command("demo")(command_from_model(DemoConfig, "demo", [
@@ -526,7 +506,7 @@ def reproduce_command(config: ReproduceConfig, values: dict[str, Any]) -> None:
     and the table with each cell labelled measured or published."""
     from unscaffold.reproduce.command import reproduce
 
-    or_fail(lambda: reproduce(config, Console()))
+    reproduce(config, out_console())
 
 
 app.command("reproduce")(command_from_model(ReproduceConfig, "reproduce", [

@@ -12,6 +12,8 @@ and `show_default: false` (a default that says nothing useful, such as a path on
 from __future__ import annotations
 
 import inspect
+import logging
+import re
 import types
 import typing
 from collections.abc import Callable
@@ -24,11 +26,13 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from unscaffold.cli_exit import fail
-from unscaffold.config_file import read_config_file, unknown_key
-from unscaffold.errors import InputError, UnscaffoldError
+from unscaffold.config_file import did_you_mean_key, read_config_file, unknown_key
+from unscaffold.console import DEBUG_ENV, VERBOSE_ENV, set_level
+from unscaffold.errors import InputError, did_you_mean
 from unscaffold.preflight import NO_PREFLIGHT_HELP
+from unscaffold.specs.base import Spec
 
+log = logging.getLogger(__name__)
 CONFIG_FLAG = "--config"
 SETTINGS_MODEL = "settings_model"  # the attribute naming a generated command's model (tests walk the app by it)
 
@@ -38,8 +42,9 @@ def _extra(field: FieldInfo) -> dict[str, Any]:
 
 
 def _nested_model(field: FieldInfo) -> type[BaseModel] | None:
+    """A section of settings whose fields are options; a spec (`--student`, ...) is one option, as text."""
     kind = field.annotation
-    return kind if isinstance(kind, type) and issubclass(kind, BaseModel) else None
+    return kind if isinstance(kind, type) and issubclass(kind, BaseModel) and not issubclass(kind, Spec) else None
 
 
 class ModelOption:
@@ -63,8 +68,8 @@ class ModelOption:
         args = [a for a in typing.get_args(kind) if a is not type(None)]
         if typing.get_origin(kind) in (typing.Union, types.UnionType) and len(args) == 1:
             kind = args[0]
-        if typing.get_origin(kind) in (list, typing.Literal):  # the model checks the value: one-line errors
-            kind = str
+        if typing.get_origin(kind) in (list, typing.Literal) or (isinstance(kind, type) and issubclass(kind, Spec)):
+            kind = str  # the model checks the value (a spec parses its text): one-line errors
         return kind | None
 
     def default(self) -> Any:
@@ -74,7 +79,7 @@ class ModelOption:
             return None
         if isinstance(value, list) and not self.repeat:
             return ",".join(map(str, value)) or None
-        return value
+        return str(value) if isinstance(value, Spec) else value
 
     def help(self) -> str | None:
         """The field's description, then its bounds in words (pydantic checks them; the help says them)."""
@@ -128,7 +133,8 @@ def build_settings(model: type[BaseModel], ctx: click.Context, given: dict[str, 
     from_file = read_config_file(config_file, section) if config_file else {}
     typo = unknown_key(model, from_file)
     if typo:
-        raise InputError(f"{config_file}: {typo}", None, "not a setting of this command")
+        raise InputError(f"{config_file}: {typo}", None,
+                         f"not a setting of this command{did_you_mean_key(model, typo)}")
     data = dict(from_file)
     from_flags: dict[str, str] = {}
     for option in options:
@@ -142,6 +148,11 @@ def build_settings(model: type[BaseModel], ctx: click.Context, given: dict[str, 
     data.update(fixed)
     try:
         return model.model_validate(data)
+    except InputError as e:  # a spec's own one line names its flag: the file's key where the file gave it
+        path = next((o.path for o in options if o.flag == e.source and o.path not in from_flags), None)
+        if config_file and path in _paths(from_file):
+            raise InputError(f"{config_file}: {path}", e.field, e.problem) from None
+        raise
     except ValidationError as e:
         error = e.errors()[0]
         loc = [str(part) for part in error["loc"]]
@@ -154,7 +165,14 @@ def build_settings(model: type[BaseModel], ctx: click.Context, given: dict[str, 
             where = f"{config_file}: {path}"
         else:  # e.g. a required setting given nowhere
             where = next((o.flag for o in options if o.path == path), path or "options")
-        raise InputError(where, None, error["msg"]) from None
+        raise InputError(where, None, f"{error['msg']}{_closest_choice(error)}") from None
+
+
+def _closest_choice(error: Any) -> str:
+    """`; did you mean docker?` after pydantic's list of allowed values, for a value that is not one of them."""
+    if error["type"] != "literal_error" or not isinstance(error.get("input"), str):
+        return ""
+    return did_you_mean(error["input"], re.findall(r"'([^']*)'", str(error.get("ctx", {}).get("expected", ""))))
 
 
 def _paths(tree: dict[str, Any], prefix: str = "") -> set[str]:
@@ -184,17 +202,17 @@ def command_from_model(model: type[BaseModel], command: str, leading: list[inspe
     """A function typer can turn into command `command`: `leading` parameters (arguments, and options that
     are not settings, such as `--no-preflight`), one option per flagged field of `model`, and `--config`.
     A leading parameter named like a field is that setting. `body(settings, values)` receives the
-    validated model and every parameter's value; a bad setting ends the command with one line, exit 2."""
+    validated model and every parameter's value; a bad setting raises `InputError` naming its flag or config key."""
     context = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)
-    params = [context, *leading, *(o.parameter() for o in model_options(model)), config_option(command)]
+    params = [context, *leading, *(o.parameter() for o in model_options(model)), config_option(command),
+              *log_options()]
     section = config_table(command)
 
     def run(**values: Any) -> None:
         fixed = {p.name: values[p.name] for p in leading if p.name in model.model_fields}
-        try:
-            settings = build_settings(model, values["ctx"], values, fixed, values["config_file"], section)
-        except UnscaffoldError as e:
-            fail(e)
+        settings = build_settings(model, values["ctx"], values, fixed, values["config_file"], section)
+        given = settings.model_dump(mode="json", exclude_defaults=True)
+        log.info("%s with %s (the rest as default)", command, " ".join(f"{k}={v}" for k, v in given.items()))
         body(settings, values)
 
     run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
@@ -203,6 +221,31 @@ def command_from_model(model: type[BaseModel], command: str, leading: list[inspe
     run.__name__ = body.__name__
     setattr(run, SETTINGS_MODEL, model)
     return run
+
+
+VERBOSE_HELP = f"Log what the command does (also {VERBOSE_ENV}=1)."
+DEBUG_HELP = f"Log in detail, and print the traceback of an internal error (also {DEBUG_ENV}=1)."
+
+
+def on_verbose(value: bool) -> None:
+    """`--verbose` given: log at INFO (or keep a more detailed level already set)."""
+    if value:
+        set_level(logging.INFO)
+
+
+def on_debug(value: bool) -> None:
+    """`--debug` given: log at DEBUG, and an internal error prints its traceback."""
+    if value:
+        set_level(logging.DEBUG)
+
+
+def log_options() -> list[inspect.Parameter]:
+    """`--verbose` and `--debug`, on the root command and on each command (`unscaffold run ... --debug`); read
+    before the other options, so a bad value of one of them is already logged at the level asked for."""
+    return [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=False, annotation=Annotated[
+        bool, typer.Option(flag, help=help, callback=callback, is_eager=True)])
+        for name, flag, help, callback in (("verbose", "--verbose", VERBOSE_HELP, on_verbose),
+                                           ("debug", "--debug", DEBUG_HELP, on_debug))]
 
 
 def argument(name: str, kind: Any, help: str, default: Any = inspect.Parameter.empty) -> inspect.Parameter:

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from unscaffold.flags import flag
 from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S
+from unscaffold.specs import WeightsSpec, read_as
 
 # `exec` and `compile-k` check the kind themselves, to say in one line which kinds exist.
 SandboxName = Annotated[str, Field(description="Sandbox: local (bubblewrap), docker, or none (no isolation).",
@@ -159,8 +160,9 @@ class InspectSftSettings(BaseModel):
     """`unscaffold inspect-sft`: one row as the loss sees it."""
 
     data: Path = Field(description="DATA.jsonl: build-sft rows or TRL conversational rows.")
-    model: str = Field(description="Tokenizer and chat template: a path, a hub id, or tiny[:TEMPLATE].",
-                       json_schema_extra=flag("--model"))
+    model: Annotated[WeightsSpec, read_as(WeightsSpec, "--model")] = Field(
+        description="Tokenizer and chat template: a path, a hub id, or tiny[:TEMPLATE].",
+        json_schema_extra=flag("--model"))
     row: int = Field(0, description="Row index (0-based, blank lines skipped).", json_schema_extra=flag("--row"))
     as_json: bool = Field(False, description="Print the segments [{text, trained}] as JSON.",
                           json_schema_extra=flag("--json"))
@@ -173,5 +175,5 @@ class MergeSettings(BaseModel):
 
     adapter: Path = Field(description="A train-sft folder (PEFT adapter).")
     out: Path = Field(description="Folder for the merged weights and tokenizer.", json_schema_extra=flag("--out"))
-    base: str | None = Field(None, description="Base model (default: the one the adapter records).",
-                             json_schema_extra=flag("--base"))
+    base: Annotated[WeightsSpec | None, read_as(WeightsSpec, "--base")] = Field(
+        None, description="Base model (default: the one the adapter records).", json_schema_extra=flag("--base"))

@@ -10,13 +10,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from unscaffold.errors import InputError
+from unscaffold.errors import InputError, did_you_mean
 
 CONFIG_FORMATS = {".toml": "TOML", ".yaml": "YAML", ".yml": "YAML"}
 
 
 def _nested_model(kind: Any) -> type[BaseModel] | None:
-    return kind if isinstance(kind, type) and issubclass(kind, BaseModel) else None
+    """A section of settings; a spec (`--student`, ...) is one value, its fields checked by the spec."""
+    from unscaffold.specs.base import Spec
+
+    return kind if isinstance(kind, type) and issubclass(kind, BaseModel) and not issubclass(kind, Spec) else None
 
 
 def _underscored(tree: Any) -> Any:
@@ -71,3 +74,18 @@ def unknown_key(model: type[BaseModel], tree: dict[str, Any], prefix: str = "") 
         elif key not in model.model_fields and key not in flat:
             return f"{prefix}{key}"
     return None
+
+
+def did_you_mean_key(model: type[BaseModel], path: str) -> str:
+    """`; did you mean lora_r?` for a mistyped key `path` (dotted, as `unknown_key` gives it): the closest
+    setting at the same level of the model."""
+    *parents, leaf = path.split(".")
+    for name in parents:
+        found = _nested_model(model.model_fields[name].annotation) if name in model.model_fields else None
+        if found is None:
+            return ""
+        model = found
+    names = set(model.model_fields)
+    if not parents:  # nested settings may also sit flat at the top
+        names |= {k for f in model.model_fields.values() if (m := _nested_model(f.annotation)) for k in m.model_fields}
+    return did_you_mean(leaf, names)

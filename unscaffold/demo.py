@@ -22,11 +22,13 @@ from pydantic import BaseModel, BeforeValidator, Field
 from rich.console import Console
 from rich.table import Table
 
+from unscaffold.console import out_console
 from unscaffold.flags import comma_list_kept_empty, flag
 from unscaffold.reproduce.execute import StageFailed, StageRun, execute
 from unscaffold.reproduce.plan import DIR, Plan, Stage
 from unscaffold.run.folder import RunFolder
 from unscaffold.run.models import DEFAULT_REPLACE_BUDGET
+from unscaffold.specs import ModelSpec, ReviewerSpec, read_as
 
 ROOT = Path(__file__).resolve().parent.parent
 REPLAYS = ROOT / "examples" / "replay"
@@ -77,14 +79,17 @@ class DemoConfig(BaseModel):
 
     out: Path = Field(Path("runs/demo"), description="Folder for every run, data set, adapter and report.",
                       json_schema_extra=flag("--out"))
-    student: str = Field(f"replay:{REPLAYS / 'demo_student_h.json'}", description="Base student under h (default: "
-                         "the shipped replay).", json_schema_extra=flag("--student", show_default=False))
-    hstar_student: str = Field(f"replay:{REPLAYS / 'demo_student_hstar.json'}", description="Base student under h* "
-                               "(default: the shipped replay; a replay needs its own file).",
-                               json_schema_extra=flag("--hstar-student", show_default=False))
-    reviewer: str = Field(f"replay:{REPLAYS / 'demo_reviewer.json'}", description="Reviewer of the collection "
-                          "(default: the shipped recorded reviewer).",
-                          json_schema_extra=flag("--reviewer", show_default=False))
+    student: Annotated[ModelSpec, read_as(ModelSpec, "--student", oracle=True)] = Field(
+        ModelSpec(kind="replay", target=str(REPLAYS / "demo_student_h.json")), description="Base student under h "
+        "(default: the shipped replay).", json_schema_extra=flag("--student", show_default=False))
+    hstar_student: Annotated[ModelSpec, read_as(ModelSpec, "--hstar-student", oracle=True)] = Field(
+        ModelSpec(kind="replay", target=str(REPLAYS / "demo_student_hstar.json")), description="Base student under "
+        "h* (default: the shipped replay; a replay needs its own file).",
+        json_schema_extra=flag("--hstar-student", show_default=False))
+    reviewer: Annotated[ReviewerSpec, read_as(ReviewerSpec, "--reviewer")] = Field(
+        ReviewerSpec(kind="model", model=ModelSpec(kind="replay", target=str(REPLAYS / "demo_reviewer.json"))),
+        description="Reviewer of the collection (default: the shipped recorded reviewer).",
+        json_schema_extra=flag("--reviewer", show_default=False))
     model: str = Field(TINY, description=f"Base model to fine-tune: `{TINY}` (the built-in tiny model initialised "
                        "for learning) or a path / hub id.", json_schema_extra=flag("--model"))
     train_tasks: DemoTasks = Field(None, description="Collection task ids, comma-separated ('' = the train split; "
@@ -127,7 +132,7 @@ class Demo:
 
     def __init__(self, config: DemoConfig, console: Console | None = None) -> None:
         self.config = config
-        self.console = console or Console()
+        self.console = console or out_console()
         self.steps: list[StageRun] = []
 
     def plan(self) -> Plan:
@@ -145,13 +150,14 @@ class Demo:
             _stage("compile-k", "compile the h* bank into the reviewer's reference K", "compile-k", str(bank),
                    "--out", f"{d}/K", "--suite", SUITE, out="K", reads=(str(bank),)),
             _stage("base-h", "evaluate the base student under the minimal harness h", "run", SUITE, "--student",
-                   c.student, *_select(test, "test"), *common, "--out", f"{d}/base_h", out="base_h", resumes=True),
+                   str(c.student), *_select(test, "test"), *common, "--out", f"{d}/base_h", out="base_h",
+                   resumes=True),
             _stage("base-hstar", "evaluate the base student under the optimized harness h*", "run", SUITE,
-                   "--harness", "hstar", "--student", c.hstar_student, *_select(test, "test"), *common, "--out",
+                   "--harness", "hstar", "--student", str(c.hstar_student), *_select(test, "test"), *common, "--out",
                    f"{d}/base_hstar", out="base_hstar", resumes=True),
             _stage("collect", "collect: the reviewer reads every proposal before it runs (PASS or REPLACE)", "run",
-                   SUITE, "--student", c.student, "--reviewer", c.reviewer, "--knowledge", f"{d}/K", "--budget",
-                   str(c.budget), *_select(train, "train"), *common, "--out", f"{d}/collect", out="collect",
+                   SUITE, "--student", str(c.student), "--reviewer", str(c.reviewer), "--knowledge", f"{d}/K",
+                   "--budget", str(c.budget), *_select(train, "train"), *common, "--out", f"{d}/collect", out="collect",
                    after=("compile-k",), resumes=True),
             _stage("build-sft", "build the SFT data set (filter, audit, leak scrub, reasoning masks)", "build-sft",
                    f"{d}/collect", "--out", f"{d}/sft.jsonl", out="sft.jsonl", after=("collect",)),

@@ -1,5 +1,17 @@
 """Exceptions that carry a message; the agent loop and CLI use them for control flow."""
 
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`; did you mean X?` with the closest of `choices` to a mistyped `word`, or nothing where none is close:
+    the tail of a one-line error about an unknown key, name or choice."""
+    close = difflib.get_close_matches(word, sorted(set(choices)), n=1)
+    return f"; did you mean {close[0]}?" if close else ""
+
 
 class UnscaffoldError(Exception):
     """Base class: the message is shown to the user as one line."""

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from unscaffold.errors import InputError
-from unscaffold.llm.output_check import MAX_DEPTH, encodable, repair_value
+from unscaffold.llm.json_bounds import MAX_DEPTH, encodable, repair_value
 
 M = TypeVar("M", bound=BaseModel)
 REPAIR_DEPTH = 2 * MAX_DEPTH  # a record's own nesting (a trajectory's messages, their calls) plus arguments

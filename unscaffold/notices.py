@@ -3,6 +3,7 @@ server that is not there says so at once instead of only in its event log."""
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
 import threading
@@ -10,6 +11,7 @@ from collections.abc import Callable
 
 _seen: set[str] = set()
 _lock = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 def _to_stderr(line: str) -> None:
@@ -33,6 +35,7 @@ def note_retry(cause: str, what: str, wait_s: float, *ids: str) -> bool:
     key = cause_key(cause, *ids)
     with _lock:
         if key in _seen:
+            log.debug("retrying again: %s: %s in %.0f s", " ".join(cause.split())[:300], what, wait_s)
             return False
         _seen.add(key)
     flat = " ".join(cause.split())

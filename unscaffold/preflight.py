@@ -13,17 +13,20 @@ import socket
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict
 
 from unscaffold.errors import UnscaffoldError
 
+if TYPE_CHECKING:
+    from unscaffold.specs import ExecutorSpec, ModelSpec, ReviewerSpec
+
 TIMEOUT_S = 5.0  # one request or connection; a resource slower than this to answer is not there
 SKIP_HINT = "pass --no-preflight if it is still starting"
 NO_PREFLIGHT_HELP = "Skip the checks that every model, adapter, sandbox and cluster answers before the first trial."
 HUB = "huggingface.co"
-REVIEWER_WORDS = ("passthrough", "rules")
 RAY_CURRENT = Path("/tmp/ray/ray_current_cluster")  # where `ray start` leaves the address `ray:auto` reads
 
 
@@ -131,26 +134,30 @@ def _host_port(url: str) -> tuple[str, int]:
 # ---- model specs -----------------------------------------------------------------------------------------
 
 
-def model_problem(spec: str, flag: str) -> str | None:
-    """A student, reviewer or role spec that cannot be reached or loaded; None for the built-in ones."""
-    from unscaffold.llm.registry import parse_spec
+def model_problem(spec: ModelSpec | ReviewerSpec | str, flag: str) -> str | None:
+    """A student, reviewer or role spec (typed, or its text) that cannot be reached or loaded; None for the
+    built-in ones (oracle, passthrough, rules)."""
+    from unscaffold.specs import ModelSpec, ReviewerSpec
+    from unscaffold.specs.reviewer import WORDS
 
-    if spec == "oracle" or spec in REVIEWER_WORDS:
+    if isinstance(spec, str):
+        try:
+            spec = ReviewerSpec.parse(spec, flag=flag) if spec in WORDS or spec.startswith("cascade:") else \
+                ModelSpec.parse(spec, flag=flag, oracle=True)
+        except UnscaffoldError as e:
+            return str(e)
+    if isinstance(spec, ReviewerSpec):
+        return next(filter(None, (model_problem(m, flag) for m in spec.models)), None)
+    s, where = spec, f"{flag} {spec}"
+    if s.kind == "oracle":
         return None
-    if spec.startswith("cascade:"):
-        return model_problem(spec.removeprefix("cascade:"), flag)
-    try:
-        s = parse_spec(spec, flag=flag)
-    except UnscaffoldError as e:
-        return str(e)
-    where = f"{flag} {spec}"
-    if s.scheme == "replay":
+    if s.kind == "replay":
         return None if Path(s.target).is_file() else f"{where}: no replay file {s.target}"
-    if s.scheme == "anthropic":
+    if s.kind == "anthropic":
         if os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"):
             return None
         return f"{where}: ANTHROPIC_API_KEY is not set: export it"
-    if s.scheme == "openai":
+    if s.kind == "openai":
         return openai_problem(s.target, s.base_url or os.environ.get("OPENAI_BASE_URL"), where)
     return hf_problem(s.target, s.adapter, where)
 
@@ -202,16 +209,18 @@ def model_path_problem(path: str, where: str) -> str | None:
     can be fetched now."""
     from unscaffold.errors import InputError
     from unscaffold.llm import smollm
-    from unscaffold.offline.tiny import available_templates, is_built_in
+    from unscaffold.offline.tiny import available_templates
+    from unscaffold.specs import WeightsSpec
 
-    if path == smollm.NAME:
+    weights = WeightsSpec.parse(path, flag=where)
+    if weights.kind == "smollm":
         try:
             smollm.gguf_file()
         except InputError as e:
             return f"{where}: {e}"
         return None
-    if is_built_in(path):
-        template = path.partition(":")[2]
+    if weights.kind == "tiny":
+        template = weights.template
         known = available_templates()
         if template and template not in known:
             shown = ", ".join(t for t in known if t.startswith("qwen") and not t.endswith("_training"))
@@ -344,12 +353,12 @@ def docker_problem(flag: str = "--sandbox") -> str | None:
     return f"{flag} docker: no Docker daemon answers at {host} ({answer}): {advice}"
 
 
-def ray_problem(executor: str, flag: str = "--executor") -> str | None:
+def ray_problem(executor: ExecutorSpec | str, flag: str = "--executor") -> str | None:
     """`ray:ADDRESS` answers at its port; `ray:auto` finds a cluster started on this machine."""
-    from unscaffold.run.executor_spec import parse_executor
+    from unscaffold.specs import ExecutorSpec
 
     try:
-        spec = parse_executor(executor)
+        spec = executor if isinstance(executor, ExecutorSpec) else ExecutorSpec.parse(executor, flag=flag)
     except UnscaffoldError as e:
         return str(e)
     if spec.kind != "ray":
@@ -381,8 +390,8 @@ def ray_problem(executor: str, flag: str = "--executor") -> str | None:
 # ---- what each command needs -----------------------------------------------------------------------------
 
 
-def check_run(student: str, reviewer: str | None, sandbox: str, executor: str = "local",
-              others: Iterable[tuple[str, str]] = ()) -> None:
+def check_run(student: ModelSpec | str, reviewer: ReviewerSpec | str | None, sandbox: str,
+              executor: ExecutorSpec | str = "local", others: Iterable[tuple[str, ModelSpec | str]] = ()) -> None:
     """`run` (routed too), `rescue route`: the student, the reviewer, other models by flag (profilers,
     voters), the sandbox and the cluster."""
     checks: list[Check] = [lambda: model_problem(student, "--student")]
@@ -390,7 +399,7 @@ def check_run(student: str, reviewer: str | None, sandbox: str, executor: str = 
         checks.append(lambda: model_problem(reviewer, "--reviewer"))
     checks += [lambda f=f, s=s: model_problem(s, f) for f, s in others]  # type: ignore[misc]
     checks.append(lambda: ray_problem(executor))
-    if not executor.startswith("ray"):  # a cluster's workers have their own sandboxes, probed there
+    if not str(executor).startswith("ray"):  # a cluster's workers have their own sandboxes, probed there
         checks.append(lambda: sandbox_problem(sandbox))
     run_checks(checks)
 
@@ -400,7 +409,7 @@ def check_training(model: str, flag: str = "--model") -> None:
     run_checks([lambda: model_path_problem(model, f"{flag} {model}")])
 
 
-def check_models(specs: Iterable[tuple[str, str | None]], sandbox: str | None = None,
+def check_models(specs: Iterable[tuple[str, ModelSpec | ReviewerSpec | str | None]], sandbox: str | None = None,
                  extra: Iterable[Check] = ()) -> None:
     """Commands that drive several models, each named by its flag (`evolve`, `demo`, `rescue train`), and
     what else the command needs (`extra`: a base model folder, vLLM)."""

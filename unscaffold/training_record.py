@@ -108,10 +108,7 @@ def collection_cost(runs: list[Any]) -> tuple[TrainingCost, list[str]]:
 
 def evaluation_settings(config: Any) -> dict[str, Any]:
     """What a run (RunConfig) scored its trials under, beside which two runs' scores are comparable."""
-    from unscaffold.llm.registry import parse_spec
-
-    student = str(config.student)
-    spec = parse_spec(student) if ":" in student else None
+    spec = config.student if config.student.kind != "oracle" else None
     return {"suite": config.suite, "trials": config.trials, "max_turns": config.agent.max_turns,
             "max_format_errors": config.agent.max_format_errors, "command_timeout_s": config.sandbox.command_timeout_s,
             "opening": config.opening, "finish_checks": config.finish_checks,

@@ -2,10 +2,11 @@
 
 Detectors are declared next to the component in the bank (`detector = {...}`) and read only the
 student's own actions, so they apply alike to runs under h (commands only) and under h* (where the
-behaviour may also be a call of the component's tool). A detector is either regular expressions over
-the actions (`commands`, ...) or a named deterministic predicate (`predicate`, see `predicate_table.py`)
-that reads what the commands did: which library call on which file, before or after which write. A
-bank tool's recipe run under h counts as that tool's call, since it runs the same script."""
+behaviour may also be a call of the component's tool). A detector (`DetectorSpec`, in `detector_spec.py`) is
+either regular expressions over the actions (`commands`, ...) or a named deterministic predicate (`predicate`,
+a suite's, found through the suite registry `unscaffold/suites.py`) that reads what the commands did: which
+library call on which file, before or after which write. A bank tool's recipe run under h counts as that
+tool's call, since it runs the same script."""
 
 from __future__ import annotations
 
@@ -13,60 +14,15 @@ import json
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, Field
 
+from unscaffold.detector_spec import DetectorSpec
 from unscaffold.llm.types import assistant_calls, command_of
 from unscaffold.minimal_harness.evidence import CommandEvidence
 from unscaffold.minimal_harness.trajectory import Trajectory
+from unscaffold.suites import evidence_predicates, predicates
 
 Kind = Literal["evidence", "text"]  # what decided a detection: recorded evidence, or the commands' text
-
-
-class DetectorSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    description: str = Field(min_length=1)
-    tools: list[str] = Field(default_factory=list, description="calling any of these h* tools shows it")
-    commands: list[str] = Field(default_factory=list, description="regexes each matched by some student action")
-    ordered: bool = Field(False, description="the `commands` matches must come in this order")
-    after_last: str | None = Field(None, description="only actions after the last one matching this count")
-    observations: str | None = Field(None, description="some tool result must also match this regex")
-    final_answer_lacks: str | None = Field(None, description="the episode ended with an answer not matching this")
-    within_turns: int | None = Field(None, ge=1, description="the episode ended with an answer by this turn")
-    predicate: str | None = Field(None, description="a behaviour predicate (behaviors/predicate_table.py) decides what "
-                                  "the actions show (instead of `commands`)")
-    params: dict[str, Any] = Field(default_factory=dict, description="the predicate's parameters")
-    _scripts: dict[str, list[tuple[str, set[str]]]] = PrivateAttr(default_factory=dict)
-
-    @field_validator("predicate")
-    @classmethod
-    def _known(cls, value: str | None) -> str | None:
-        from unscaffold.behaviors.predicate_table import PREDICATES
-
-        if value is not None and value not in PREDICATES:
-            raise ValueError(f"unknown predicate {value!r}; known: {', '.join(sorted(PREDICATES))}")
-        return value
-
-    @model_validator(mode="after")
-    def _one_kind(self) -> DetectorSpec:
-        if self.predicate and (self.tools or self.commands or self.ordered or self.after_last):
-            raise ValueError("a predicate detector takes no tools, commands, ordered or after_last (the predicate "
-                             "places the bank's tool calls in the order itself)")
-        return self
-
-    def with_scripts(self, scripts: dict[str, list[tuple[str, set[str]]]]) -> DetectorSpec:
-        """The bank's tool scripts (source -> tools running it), so a recipe run counts as the tool's call."""
-        self._scripts = scripts
-        return self
-
-    @field_validator("commands")
-    @classmethod
-    def _regexes(cls, value: list[str]) -> list[str]:
-        for pattern in value:
-            try:
-                re.compile(pattern)
-            except re.error as e:
-                raise ValueError(f"invalid regular expression {pattern!r}: {e}") from None
-        return value
 
 
 def student_actions(traj: Trajectory) -> list[tuple[str, str]]:
@@ -98,7 +54,6 @@ def detect_how(spec: DetectorSpec, traj: Trajectory, views: dict[int, Any] | Non
     """Whether the trajectory shows the behaviour, and what decided it: `evidence` (what the commands were
     recorded doing, for a predicate with an evidence form, when every command was recorded) or `text`."""
     if spec.predicate:
-        from unscaffold.behaviors.predicate_table import EVIDENCE_PREDICATES
         from unscaffold.behaviors.predicates import View
 
         if views is None:  # `views` (id of the trajectory -> its View) shares the analysis among detectors
@@ -108,7 +63,7 @@ def detect_how(spec: DetectorSpec, traj: Trajectory, views: dict[int, Any] | Non
 
             views[id(traj)] = View(steps_of(traj, spec._scripts), evidence=usable(evidence))
         view = views[id(traj)]
-        if view.evidence is not None and spec.predicate in EVIDENCE_PREDICATES:
+        if view.evidence is not None and spec.predicate in evidence_predicates():
             return _spec_holds(spec, traj, views), "evidence"
     return _spec_holds(spec, traj, views), "text"
 
@@ -132,7 +87,6 @@ def _spec_holds(spec: DetectorSpec, traj: Trajectory, views: dict[int, Any] | No
         return spec.observations is None or any(
             m.role == "tool" and re.search(spec.observations, m.content) for m in seen)
     if spec.predicate:
-        from unscaffold.behaviors.predicate_table import EVIDENCE_PREDICATES, PREDICATES
         from unscaffold.behaviors.predicates import View
         from unscaffold.behaviors.program import steps_of
 
@@ -144,9 +98,10 @@ def _spec_holds(spec: DetectorSpec, traj: Trajectory, views: dict[int, Any] | No
         if id(traj) not in views:
             views[id(traj)] = View(steps_of(traj, spec._scripts))
         view = views[id(traj)]
-        if view.evidence is not None and spec.predicate in EVIDENCE_PREDICATES:
-            return EVIDENCE_PREDICATES[spec.predicate](view, spec.params)
-        return PREDICATES[spec.predicate](view, spec.params)
+        evidence_forms = evidence_predicates()
+        if view.evidence is not None and spec.predicate in evidence_forms:
+            return evidence_forms[spec.predicate](view, spec.params)
+        return predicates()[spec.predicate](view, spec.params)
     actions = student_actions(traj)
     if spec.after_last:
         last = max((i for i, (_, text) in enumerate(actions) if re.search(spec.after_last, text)), default=-1)
@@ -186,10 +141,8 @@ def read_trial(detectors: dict[str, DetectorSpec], traj: Trajectory, evidence: l
     from unscaffold.behaviors.program import TRIAL_SECONDS, AnalysisTimeout, time_bound
 
     shows: dict[str, bool] = dict.fromkeys(detectors, False)
-    from unscaffold.behaviors.predicate_table import EVIDENCE_PREDICATES
-
     recorded = usable(evidence) is not None
-    kinds: dict[str, Kind] = {c: "evidence" if recorded and s.predicate in EVIDENCE_PREDICATES else "text"
+    kinds: dict[str, Kind] = {c: "evidence" if recorded and s.predicate in evidence_predicates() else "text"
                               for c, s in detectors.items()}
     notes: list[str] = []
     views: dict[int, Any] = {}

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from unscaffold.errors import UnscaffoldError
 from unscaffold.iojson import load_model, read_json, validation_error
-from unscaffold.llm.registry import parse_spec
+from unscaffold.specs import HarnessSpec, ModelSpec, ReviewerSpec
 from unscaffold.training_record import RECORD_KEY, TrainingRecord
 
 MODEL_RECORD = "model.json"
@@ -142,14 +142,12 @@ def router_name(router: str) -> str:
     return f"{name}, trained" if isinstance(name, str) else "trained"
 
 
-def harness_label(harness: str, router: str | None = None) -> str:
+def harness_label(harness: HarnessSpec, router: str | None = None) -> str:
     if router:
         return f"routed ({router_name(router)})"
-    if harness == "minimal":
-        return "h"
-    if harness == "hstar":
-        return "h*"
-    return f"h* ({Path(harness).name})"
+    if harness.kind in ("minimal", "hstar"):
+        return {"minimal": "h", "hstar": "h*"}[harness.kind]
+    return f"h* ({Path(str(harness.path)).name})"
 
 
 def kind_of(training: Training | None) -> str:
@@ -161,19 +159,22 @@ def kind_of(training: Training | None) -> str:
 
 
 def label_run(run_dir: Path, config: dict) -> RunLabel:
-    """The run's label from its records (`config.json` as written, `model.json` if present, adapter files)."""
-    student = str(config.get("student", ""))
-    common = {"harness": harness_label(str(config.get("harness", "minimal")), config.get("router")),
-              "reviewer": config.get("reviewer")}
+    """The run's label from its records (`config.json` as written, by this version or an earlier one that
+    holds the specs' text; `model.json` if present; adapter files)."""
+    reviewer = config.get("reviewer")
+    common = {"harness": harness_label(HarnessSpec.model_validate(config.get("harness", "minimal")),
+                                       config.get("router")),
+              "reviewer": str(ReviewerSpec.model_validate(reviewer)) if reviewer else None}
     if (Path(run_dir) / MODEL_RECORD).is_file():
         record = load_model(Path(run_dir) / MODEL_RECORD, ModelRecord)
         training = training_of(Path(record.adapter)) if record.adapter and Path(record.adapter).is_dir() else None
-        return RunLabel(kind=record.kind, model=record.base or student, adapter=record.adapter,
+        model = record.base or str(ModelSpec.model_validate(config.get("student", "")))
+        return RunLabel(kind=record.kind, model=model, adapter=record.adapter,
                         training=training, **common)
-    if student == "oracle":
+    spec = ModelSpec.model_validate(config.get("student", ""))
+    if spec.kind == "oracle":
         return RunLabel(kind="oracle", model="oracle", **common)
-    spec = parse_spec(student)
-    model = f"hf:{spec.target}" if spec.scheme == "hf" else spec.raw  # generation options are evaluation settings
+    model = f"hf:{spec.target}" if spec.kind == "hf" else str(spec)  # generation options are evaluation settings
     if spec.adapter is None:
         return RunLabel(kind="base", model=model, **common)
     adapter = Path(spec.adapter)

@@ -8,7 +8,8 @@ only where the same command would under h (before the first write, after the las
 eligibility and recovery are measured alike under both harnesses.
 
 This module holds what every predicate reads (`View`) and the helpers they share; each suite's predicates
-live in its folder (`benchmarks/<suite>/detectors.py`) and `predicate_table.PREDICATES` names them all.
+live in its folder (`detectors.py`, named by its suite.toml) and the suite registry (`unscaffold/suites.py`)
+collects them all; this package imports no suite.
 They live in the package, not in the bank, so an edited bank can name them but never run code of its own
 on the host."""
 

@@ -17,16 +17,17 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from unscaffold.behaviors.detector import DetectorSpec, read_trial
+from unscaffold.behaviors.detector import read_trial
 from unscaffold.behaviors.runs import RunRecord, check_comparable
 from unscaffold.behaviors.taught import Taught
-from unscaffold.benchmarks import load_suite
+from unscaffold.detector_spec import DetectorSpec
 from unscaffold.errors import UnscaffoldError
 from unscaffold.knowledge.bank import load_bank
 from unscaffold.knowledge.hstar import bank_for_harness
 from unscaffold.outcomes import ERROR_OUTCOMES, Outcome
 from unscaffold.run.folder import RunFolder, TrialFolder
 from unscaffold.run.models import TrialResult
+from unscaffold.suites import find
 
 Rule = Literal["any", "majority"]
 RULES: dict[str, str] = {
@@ -208,10 +209,8 @@ def bank_detectors(base_hstar: RunRecord, bank: Path | None = None) -> tuple[Pat
     """The detectors of the bank the base + h* run ran with (or `bank`, when given)."""
     if bank is None:
         harness = base_hstar.results.harness
-        suite_bank = None
-        if harness == "hstar":
-            with load_suite(base_hstar.config.suite, base_hstar.config.data) as suite:
-                suite_bank = suite.bank_path()
+        suite_bank = find(base_hstar.config.suite, base_hstar.name, "suite").bank \
+            if harness == "hstar" else None
         bank = bank_for_harness(harness, suite_bank)
         if not (bank / "manifest.toml").is_file():
             raise UnscaffoldError(f"{base_hstar.name}: its h* bank {str(bank)!r} ({RunFolder.CONFIG} harness) is not "

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from unscaffold.behaviors.detector import DetectorSpec, read_trial
+from unscaffold.behaviors.detector import read_trial
 from unscaffold.behaviors.runs import RunRecord, load_run
+from unscaffold.detector_spec import DetectorSpec
 from unscaffold.errors import InputError
 
 

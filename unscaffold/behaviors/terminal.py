@@ -14,7 +14,8 @@ from rich.table import Table
 from unscaffold.behaviors import tables
 from unscaffold.behaviors.compare import Comparison
 from unscaffold.behaviors.recovery import PooledRecovery, RecoveryTable, Rule
-from unscaffold.errors import UnscaffoldError
+from unscaffold.console import err_console, out_console
+from unscaffold.errors import UnscaffoldError, did_you_mean
 from unscaffold.iojson import write_text_atomic
 from unscaffold.terminal_text import inert
 
@@ -24,7 +25,8 @@ def trial_rule(rule: str) -> Rule:
         return "any"
     if rule == "majority":
         return "majority"
-    raise UnscaffoldError(f"--rule: unknown rule {rule!r}; use any or majority")
+    raise UnscaffoldError(f"--rule: unknown rule {rule!r}; use any or majority"
+                          f"{did_you_mean(rule, ('any', 'majority'))}")
 
 
 def grid_table(title: str, grid: tables.Grid, numeric_from: int = 2) -> Table:
@@ -97,7 +99,7 @@ def print_lines(out: Console, lines: list[str]) -> None:
 
 
 def print_recovery(table: RecoveryTable) -> None:
-    out = Console()
+    out = out_console()
     print_grid(out, f"behaviour recovery: {table.runs['tuned']}", tables.behavior_grid(table.behaviors),
                numeric_from=3)
     if table.dropped:
@@ -109,11 +111,11 @@ def print_recovery(table: RecoveryTable) -> None:
 def print_pooled(report: PooledRecovery) -> None:
     for table in report.suites:
         print_recovery(table)
-    print_lines(Console(), tables.pooled_lines(report))
+    print_lines(out_console(), tables.pooled_lines(report))
 
 
 def print_comparison(result: Comparison) -> None:
-    out = Console()
+    out = out_console()
     title = f"{result.suite}: {result.n_tasks} tasks, baseline {result.baseline}"
     print_grid(out, title, tables.score_grid(result))
     print_grid(out, "cost", tables.cost_grid(result), numeric_from=1)
@@ -138,4 +140,4 @@ def emit(result: BaseModel, page: Callable[[], str], out: Path | None, as_json: 
     else:
         show()
     if out:
-        Console(stderr=True).print(f"page: {out}", highlight=False, soft_wrap=True)
+        err_console().print(f"page: {out}", highlight=False, soft_wrap=True)

@@ -1,6 +1,7 @@
-"""Task suites. Each ships its tasks, a scorer and (where it has one) an h* bank and compiled K."""
+"""Task suites. Each is a folder declaring itself in `suite.toml` (see `unscaffold/suites.py`): its tasks, a
+scorer and (where it has one) an h* bank, compiled K and sibling pool."""
 
 from unscaffold.benchmarks.base import Score, Suite, Task
-from unscaffold.benchmarks.registry import SUITES, load_suite
+from unscaffold.benchmarks.load import load_suite
 
-__all__ = ["SUITES", "Score", "Suite", "Task", "load_suite"]
+__all__ = ["Score", "Suite", "Task", "load_suite"]

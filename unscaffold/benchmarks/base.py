@@ -16,6 +16,7 @@ from unscaffold.llm.types import Message
 from unscaffold.minimal_harness.sandbox.base import Sandbox, SandboxConfig, SandboxKind
 from unscaffold.minimal_harness.trajectory import Trajectory
 from unscaffold.outcomes import Outcome
+from unscaffold.suites import SuiteEntry, entry_of
 
 
 class Task(BaseModel):
@@ -55,13 +56,15 @@ class Suite(ABC):
        It may be called more than once; a closed suite is not used again.
     """
 
-    name: ClassVar[str]
+    name: str  # the registry's name for the suite folder the class is in (`suite.toml`), else the class's own
     openings: ClassVar[tuple[str, ...]] = ("plain",)  # how an episode may start (`--opening`); first: default
     # Characters of a command's output the student sees (head and tail past it); None: whole. The reference
     # harness cuts only in the app world (12,000); `--output-cut` overrides it per run.
     output_cut_chars: ClassVar[int | None] = None
 
     def __init__(self, data: Path | None = None) -> None:
+        self.entry: SuiteEntry | None = entry_of(type(self))
+        self.name = self.entry.name if self.entry is not None else getattr(self, "name", type(self).__name__)
         self.data = Path(data) if data else None
         self.split_file: SplitFile | None = None
         self.split_file_path: Path | None = None
@@ -180,12 +183,12 @@ class Suite(ABC):
         return self.environment_gaps(task, kind)
 
     def bank_path(self) -> Path | None:
-        """The suite's own h* bank (`--harness hstar`), if it ships one."""
-        return None
+        """The h* bank the suite's folder declares (`--harness hstar`), if it has one."""
+        return self.entry.bank if self.entry is not None else None
 
     def k_path(self) -> Path | None:
-        """The suite's compiled K (the default `--knowledge`), if it ships one."""
-        return None
+        """The compiled K the suite's folder declares (the default `--knowledge`), if it has one."""
+        return self.entry.k if self.entry is not None else None
 
     def release(self, trial_dir: Path) -> None:
         """A trial that ends without `score` (an opening built for training, say): free what `prepare`

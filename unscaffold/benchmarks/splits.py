@@ -137,15 +137,13 @@ def parse_sizes(text: str) -> dict[str, int]:
 
 
 def guess_suite(folder: Path) -> str:
-    """The suite whose real-data layout FOLDER has."""
-    folder = Path(folder)
-    if (folder / "dataset.json").is_file():
-        return "spreadsheet"
-    if (folder.is_file() and folder.suffix == ".csv") or (folder.is_dir() and any(folder.glob("*.csv"))):
-        return "retrosynthesis"
-    if (folder / "data" / "datasets").is_dir():
-        return "appworld"
-    if (folder / "task.toml").is_file() or (folder.is_dir() and any(folder.glob("*/task.toml"))):
-        return "harbor"
-    raise InputError(str(folder), None, "cannot tell which suite reads this data (no dataset.json, *.csv, "
-                     "data/datasets/ or task.toml); pass --suite")
+    """The suite whose real-data layout FOLDER has (the `data_marks` each suite folder declares)."""
+    from unscaffold.suites import entries, reading
+
+    found = [e.name for e in reading(folder)]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise InputError(str(folder), None, f"suites {', '.join(found)} could each read this data; pass --suite")
+    marks = ", ".join(m for e in entries() for m in e.declaration.data_marks)
+    raise InputError(str(folder), None, f"cannot tell which suite reads this data (none of {marks}); pass --suite")

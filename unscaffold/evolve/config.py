@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -11,17 +11,22 @@ from unscaffold.evolve.budget import Budget
 from unscaffold.flags import Concurrency, DataFolder, SplitFile, TaskIds, flag
 from unscaffold.minimal_harness.agent import DEFAULT_MAX_TURNS, MaxTurns
 from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, CommandTimeout, SandboxChoice
+from unscaffold.specs import ModelSpec, read_as
+from unscaffold.suites import suite_help
+
+SPECS = ("student", "editor", "analyst")
 
 
 class EvolveConfig(BaseModel):
     """Everything `unscaffold evolve` is told; fields with a `flag` are its options."""
 
-    suite: str = Field(description="Suite name.")
-    student: str = Field(description="Model spec of the student.", json_schema_extra=flag("--student"))
-    editor: str = Field(description="Model spec (or replay:FILE) that edits the bank.",
-                        json_schema_extra=flag("--editor"))
-    analyst: str | None = Field(None, description="Model spec that groups failures (default: --editor).",
-                                json_schema_extra=flag("--analyst"))
+    suite: str = Field(description=suite_help())
+    student: Annotated[ModelSpec, read_as(ModelSpec, "--student", oracle=True)] = Field(
+        description="Model spec of the student.", json_schema_extra=flag("--student"))
+    editor: Annotated[ModelSpec, read_as(ModelSpec, "--editor")] = Field(
+        description="Model spec (or replay:FILE) that edits the bank.", json_schema_extra=flag("--editor"))
+    analyst: Annotated[ModelSpec | None, read_as(ModelSpec, "--analyst")] = Field(
+        None, description="Model spec that groups failures (default: --editor).", json_schema_extra=flag("--analyst"))
     base: Path = Field(description="The h* bank to start from.", json_schema_extra=flag("--base"))
     out: Path = Field(description="Evolution folder (re-running resumes it).", json_schema_extra=flag("--out"))
     data: DataFolder = None
@@ -57,9 +62,11 @@ class EvolveConfig(BaseModel):
         return self
 
     @property
-    def analyst_spec(self) -> str:
+    def analyst_spec(self) -> ModelSpec:
         return self.analyst or self.editor
 
     def identity(self) -> dict[str, Any]:
-        """What makes two invocations the same evolution (the budget and concurrency may change)."""
-        return self.model_dump(mode="json", exclude={"budget", "concurrency", "out"})
+        """What makes two invocations the same evolution (the budget and concurrency may change); the model
+        specs as their text, as every version's config.json gives them."""
+        dumped = self.model_dump(mode="json", exclude={"budget", "concurrency", "out"})
+        return {**dumped, **{name: str(spec) if (spec := getattr(self, name)) else None for name in SPECS}}

@@ -13,11 +13,12 @@ from typing import Any, TypeVar
 from unscaffold.errors import ModelError
 from unscaffold.evolve.budget import LLM_LOG, Budget, check_budget
 from unscaffold.iojson import append_jsonl, read_json, write_json_atomic
-from unscaffold.llm.registry import load_provider, parse_spec
+from unscaffold.llm.registry import load_provider
 from unscaffold.llm.replay import ReplayCursor, ReplayFile
 from unscaffold.llm.types import Message, Usage
 from unscaffold.minimal_harness.trajectory import now_iso
 from unscaffold.reviewer.submission import InvalidSubmission
+from unscaffold.specs.model import ModelSpec
 
 MAX_TRIES = 3
 T = TypeVar("T")
@@ -48,13 +49,13 @@ class Role:
     """One role (analyst or editor) played by one model spec; every exchange goes to DIR/llm.jsonl and
     DIR/exchanges/<key>.json."""
 
-    def __init__(self, role: str, spec: str, tool: dict[str, Any], out: Path, budget: Budget,
+    def __init__(self, role: str, spec: ModelSpec | str, tool: dict[str, Any], out: Path, budget: Budget,
                  progress: Callable[[str], None] = lambda _: None) -> None:
-        self.role, self.spec, self.tool, self.out, self.budget = role, spec, tool, out, budget
+        parsed = spec if isinstance(spec, ModelSpec) else ModelSpec.parse(spec, flag=f"--{role}")
+        self.role, self.spec, self.tool, self.out, self.budget = role, str(parsed), tool, out, budget
         self.progress = progress
-        parsed = parse_spec(spec, flag=f"--{role}")
-        self.replay = ReplayFile(Path(parsed.target)) if parsed.scheme == "replay" else None
-        self.provider = None if self.replay else load_provider(spec, flag=f"--{role}")
+        self.replay = ReplayFile(Path(parsed.target)) if parsed.kind == "replay" else None
+        self.provider = None if self.replay else load_provider(parsed, flag=f"--{role}")
 
     def ask(self, key: str, system: str, user: str, check: Callable[[Any], T]) -> tuple[T | None, list[str]]:
         """The first submission `check` accepts, or None with every rejection reason (in order)."""

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from unscaffold.behaviors.detector import DetectorSpec
+from unscaffold.detector_spec import DetectorSpec
 from unscaffold.errors import InputError
 from unscaffold.iojson import load_toml_model, resolve_inside
 from unscaffold.strict import Strict

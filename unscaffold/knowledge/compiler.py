@@ -86,11 +86,10 @@ def example_workspace(bank: Bank) -> Iterator[Callable[[Path], AbstractContextMa
     if name is None:
         yield lambda workspace: contextlib.nullcontext()
         return
-    from unscaffold.benchmarks import SUITES, load_suite
+    from unscaffold.benchmarks import load_suite
+    from unscaffold.suites import find
 
-    if name not in SUITES:
-        raise InputError(str(bank.root / "manifest.toml"), "example_suite",
-                         f"unknown suite {name!r}; known: {', '.join(sorted(SUITES))}")
+    find(name, str(bank.root / "manifest.toml"), "example_suite")
     with load_suite(name) as suite:
         yield suite.example_workspace
 

@@ -14,6 +14,7 @@ from unscaffold.llm.types import AssistantResponse, Message, ToolCall
 from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, Mount, Sandbox
 from unscaffold.minimal_harness.sandbox.result import ExecResult
 from unscaffold.minimal_harness.tool import EXECUTE_TOOL, TOOL_NAME
+from unscaffold.specs.harness import HarnessSpec
 
 MOUNT_POINT = "/hstar"
 NOT_RUN_EXIT_CODE = 126  # a check stopped the command before it ran
@@ -117,12 +118,16 @@ class HStarHarness:
         return "\n".join(blocked) + "\nContinue working; finish again when this is resolved." if blocked else None
 
 
-def bank_for_harness(spec: str, suite_bank: Path | None) -> Path:
-    """`--harness hstar` means the suite's own bank; anything else is a bank folder."""
+def bank_for_harness(spec: HarnessSpec | str, suite_bank: Path | None) -> Path:
+    """`--harness hstar` means the suite's own bank; a bank harness names its folder (a pool's `base` and a
+    results.json give the text)."""
     from unscaffold.errors import InputError
 
-    if spec == "hstar":
+    spec = spec if isinstance(spec, HarnessSpec) else HarnessSpec.parse(spec)
+    if spec.kind == "hstar":
         if suite_bank is None:
             raise InputError("--harness", None, "this suite ships no h* bank; pass --harness PATH to a bank folder")
         return suite_bank
-    return Path(spec)
+    if spec.kind != "bank" or spec.path is None:
+        raise InputError("--harness", None, f"{spec} runs no h* bank")
+    return Path(spec.path)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from unscaffold.llm.output_check import loads_bounded
+from unscaffold.llm.json_bounds import loads_bounded
 from unscaffold.llm.types import Message
 
 END_OF_TURN = "<|im_end|>"  # where a Qwen assistant turn ends: generation stops here, training trains it

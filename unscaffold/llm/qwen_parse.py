@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from unscaffold.llm.output_check import loads_bounded
+from unscaffold.llm.json_bounds import loads_bounded
 from unscaffold.llm.types import AssistantResponse, ToolCall, parse_arguments
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"

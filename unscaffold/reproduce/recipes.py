@@ -120,9 +120,9 @@ def resolve(suite: str, scale: Scale, models: Models, sources: Sources | None = 
         shipped = demo.DemoConfig()
         train, test = demo.demo_tasks(shipped)
         model = models.model or demo.TINY
-        student = models.student or shipped.student
-        hstar = models.hstar_student or (shipped.hstar_student if models.student is None else student)
-        reviewer: str | None = models.reviewer or shipped.reviewer
+        student = models.student or str(shipped.student)  # a plan holds command lines: the specs' text
+        hstar = models.hstar_student or (str(shipped.hstar_student) if models.student is None else student)
+        reviewer: str | None = models.reviewer or str(shipped.reviewer)
     else:
         if models.model is None:
             raise UnscaffoldError(f"--model: {scale} scale on {suite} needs the base model (the offline mini scale "

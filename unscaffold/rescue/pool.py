@@ -16,16 +16,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from unscaffold.benchmarks.registry import SUITES, suite_folder
 from unscaffold.errors import InputError
 from unscaffold.iojson import load_toml_model, resolve_inside
 from unscaffold.knowledge.bank import NAME, load_bank
 from unscaffold.strict import Strict
+from unscaffold.suites import entries, find
 
 BASE = "base"  # the parent name of a sibling evolved straight from the base harness
 COMPONENT_KINDS = ("tools", "checks", "skills", "memory")
 KIND_PREFIX = {"tools": "tool", "checks": "check", "skills": "skill", "memory": "memory"}
-POOL_FILE = Path("pool") / "pool.toml"  # a suite's shipped pool, inside its folder (`benchmarks/<suite>/`)
 
 
 class AddedFile(Strict):
@@ -90,10 +89,10 @@ class Pool(BaseModel):
 
 
 def shipped_pool(suite: str) -> Path:
-    """The pool a built-in suite ships in its folder."""
-    path = suite_folder(suite) / POOL_FILE if suite in SUITES else None
+    """The pool a suite's folder declares (`pool` in its suite.toml)."""
+    path = find(suite, "--pool").pool
     if path is None or not path.is_file():
-        known = sorted(name for name in SUITES if (suite_folder(name) / POOL_FILE).is_file())
+        known = [e.name for e in entries() if e.pool is not None and e.pool.is_file()]
         raise InputError("--pool", None, f"no pool ships for suite {suite!r} (shipped: {', '.join(known)}); "
                          "pass --pool PATH")
     return path
@@ -133,13 +132,8 @@ def dump_toml(table: dict[str, Any]) -> str:
 
 def source_bank(pool: Pool, source: str, field: str) -> Path:
     if source == "hstar":
-        from unscaffold.benchmarks import load_suite
-
-        if pool.hstar is not None:  # a suite over real data needs its data: train() sets it from the loaded suite
-            bank: Path | None = pool.hstar
-        else:
-            with load_suite(pool.spec.suite) as suite:
-                bank = suite.bank_path()
+        # the bank of the suite as loaded (train() sets it), else the one its folder declares
+        bank = pool.hstar if pool.hstar is not None else find(pool.spec.suite, str(pool.path), "suite").bank
         if bank is None:
             raise InputError(str(pool.path), field, f"suite {pool.spec.suite!r} ships no h* bank")
         return bank

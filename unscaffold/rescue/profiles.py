@@ -21,6 +21,7 @@ from unscaffold.llm.types import Message
 from unscaffold.rescue.pool import BASE
 from unscaffold.rescue.routers import RuleRouter, TaskView
 from unscaffold.rescue.validation import ValidationTable
+from unscaffold.specs import ModelSpec
 
 TRIES = 3
 MAX_PAIRS = 6
@@ -132,8 +133,8 @@ class AdaptiveRouter:
         self.reanchor(table)
 
     @classmethod
-    def from_specs(cls, siblings: list[str], table: ValidationTable, profilers: list[str],
-                   voters: list[str]) -> AdaptiveRouter:
+    def from_specs(cls, siblings: list[str], table: ValidationTable, profilers: list[ModelSpec],
+                   voters: list[ModelSpec]) -> AdaptiveRouter:
         return cls(siblings, table, [load_provider(s, flag="--profiler") for s in profilers],
                    [load_provider(s, flag="--voter") for s in voters])
 

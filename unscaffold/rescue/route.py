@@ -14,6 +14,7 @@ from typing import Any
 from unscaffold.rescue.pool import BASE, Pool
 from unscaffold.rescue.routers import Router, TaskView
 from unscaffold.rescue.settings import default_router
+from unscaffold.specs.harness import SHIPPED, HarnessSpec
 
 
 def route_tasks(router: Router, tasks: list[TaskView]) -> dict[str, list[str]]:
@@ -44,18 +45,17 @@ def run_routed(config: Any, pool: Pool, router: Router, progress: Any = None) ->
             part = folder.part(harness)
             sub = config.model_copy(update={
                 "out": part.root, "task_ids": ids,
-                "harness": pool.spec.base if harness == BASE else str(pool.banks[harness])})
+                "harness": HarnessSpec.parse(pool.spec.base if harness == BASE else str(pool.banks[harness]),
+                                             flag=f"{pool.path}: base")})
             run_suite(sub, progress=progress)
             results += part.read_trial_results()
-        routed = config.model_copy(update={"harness": f"route:{pool.path}"})
+        routed = config.model_copy(update={"harness": HarnessSpec(kind="route", path=str(pool.path))})
         summary = aggregate(suite, routed, tasks, results, wall_time_s=time.monotonic() - t0).model_dump(mode="json")
         summary.update(router=router.name, harness_per_task=chosen)
         folder.write_routing(router.name, rankings)
         folder.write_results(summary)
         return summary
 
-
-ROUTE_PREFIX = "route:"
 
 
 def run_route_spec(config: Any) -> dict[str, Any]:
@@ -66,8 +66,8 @@ def run_route_spec(config: Any) -> dict[str, Any]:
     from unscaffold.rescue.validation import load_table
     from unscaffold.run.folder import RunFolder
 
-    spec = config.harness[len(ROUTE_PREFIX):]
-    pool_path = shipped_pool(config.suite) if spec in ("", "shipped") else Path(spec)
+    spec = config.harness.path
+    pool_path = shipped_pool(config.suite) if spec == SHIPPED else Path(spec)
     loaded = materialise(load_pool(pool_path), RunFolder(config.out).pool_dir)
     table = load_table(config.router_validation) if config.router_validation else None
     router = load_router(default_router(config.router, config.router_validation), loaded.names, table)

@@ -9,6 +9,7 @@ only for tasks it has not ranked."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from unscaffold.errors import InputError
 from unscaffold.iojson import load_model, write_json_atomic
 from unscaffold.rescue.routers import ControlRouter, RandomRouter, Router, RuleRouter, TaskView
 from unscaffold.rescue.validation import FORBIDDEN_SPLIT, ValidationTable
+from unscaffold.specs import ModelSpec
 
 ROUTER_STATE = "router.json"
 
@@ -31,22 +33,23 @@ class RouterState(BaseModel):
     table: ValidationTable | None = Field(None, description="rule / adaptive: the final (re-anchored) table")
     anchors: int = 0
     profiles: dict[str, Any] = Field(default_factory=dict, description="adaptive: profile per sibling")
-    voters: list[str] = Field(default_factory=list, description="adaptive: voter model specs")
+    voters: list[str] = Field(default_factory=list, description="adaptive: voter model specs, as their text")
     rankings: dict[str, list[str]] = Field(description="task id -> the router's final ranking of it")
 
 
-def router_state(router: Router, tasks: list[TaskView], seed: int = 0, voters: list[str] | None = None) -> RouterState:
+def router_state(router: Router, tasks: list[TaskView], seed: int = 0,
+                 voters: Sequence[ModelSpec | str] | None = None) -> RouterState:
     """The router as it stands, with its rankings of `tasks`."""
     profiles = getattr(router, "profiles", {})
     return RouterState(router=router.name, siblings=list(getattr(router, "siblings", [])), seed=seed,
                        order=list(getattr(router, "order", [])), table=getattr(router, "table", None),
                        anchors=getattr(router, "anchors", 0),
                        profiles={k: v.model_dump(mode="json") for k, v in profiles.items()},
-                       voters=list(voters or []), rankings={t.task_id: router.rank(t) for t in tasks})
+                       voters=[str(v) for v in voters or []], rankings={t.task_id: router.rank(t) for t in tasks})
 
 
 def save_router(router: Router, path: Path, tasks: list[TaskView], seed: int = 0,
-                voters: list[str] | None = None) -> RouterState:
+                voters: Sequence[ModelSpec | str] | None = None) -> RouterState:
     state = router_state(router, tasks, seed, voters)
     write_json_atomic(path, state.model_dump(mode="json"))
     return state

@@ -11,15 +11,18 @@ from pydantic import BaseModel, Field
 from unscaffold.flags import Concurrency, DataFolder, SplitFile, TaskIds, Trials, flag
 from unscaffold.minimal_harness.sandbox.base import SandboxChoice
 from unscaffold.passthrough import PassThrough
+from unscaffold.specs import ModelSpec, read_as
 
 PoolFile = Annotated[Path | None, Field(description="pool.toml (default: the suite's shipped pool).",
                                         json_schema_extra=flag("--pool"))]
 ValidationTable = Annotated[Path | None, Field(description="Validation table JSON (rule, adaptive).",
                                                json_schema_extra=flag("--validation"))]
-Profilers = Annotated[list[str], Field(default_factory=list, description="Model spec writing adaptive profiles "
-                                       "(repeat).", json_schema_extra=flag("--profiler", repeat=True))]
-Voters = Annotated[list[str], Field(default_factory=list, description="Model spec voting (repeat; default: the "
-                                    "profilers).", json_schema_extra=flag("--voter", repeat=True))]
+Profilers = Annotated[list[Annotated[ModelSpec, read_as(ModelSpec, "--profiler")]], Field(
+    default_factory=list, description="Model spec writing adaptive profiles (repeat).",
+    json_schema_extra=flag("--profiler", repeat=True))]
+Voters = Annotated[list[Annotated[ModelSpec, read_as(ModelSpec, "--voter")]], Field(
+    default_factory=list, description="Model spec voting (repeat; default: the profilers).",
+    json_schema_extra=flag("--voter", repeat=True))]
 
 
 # What `rescue train` builds TRL's GRPOConfig and PEFT's LoraConfig from itself; `--trl` / `--peft` give any other
@@ -54,7 +57,8 @@ class RouteConfig(BaseModel):
     the router ranks first."""
 
     suite: str = Field(description="Suite to run.")
-    student: str = Field(description="Model spec or `oracle`.", json_schema_extra=flag("--student"))
+    student: Annotated[ModelSpec, read_as(ModelSpec, "--student", oracle=True)] = Field(
+        description="Model spec or `oracle`.", json_schema_extra=flag("--student"))
     out: Path = Field(description="Run folder: results.json, routing.json, by-harness/NAME runs.",
                       json_schema_extra=flag("--out"))
     pool: PoolFile = None

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from html import escape
 
-from rich.console import Console
 from rich.markup import escape as markup_escape
 from rich.table import Table
 
 from unscaffold.behaviors.html import grid_html
+from unscaffold.console import out_console
 from unscaffold.pages.document import page
 from unscaffold.reviewer.cascade_whatif import ALL, CascadeWhatIf, whatif_rows
 
@@ -29,7 +29,7 @@ def print_whatif(result: CascadeWhatIf) -> None:
         table.add_column(h, justify="right" if i >= 2 else "left")
     for row in rows:
         table.add_row(*(markup_escape(cell) for cell in row))
-    out = Console()
+    out = out_console()
     out.print(table)
     out.print(_headline(result), highlight=False, soft_wrap=True, markup=False)
     out.print(f"gate: {result.gate}", highlight=False, soft_wrap=True, markup=False)

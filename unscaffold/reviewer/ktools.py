@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from unscaffold.knowledge.kfolder import K
-from unscaffold.llm.output_check import encodable
+from unscaffold.llm.json_bounds import encodable
 
 MAX_OUTPUT = 12_000
 MAX_LS = 200

@@ -19,6 +19,7 @@ from unscaffold.reviewer.ktools import SCHEMAS as K_TOOL_SCHEMAS
 from unscaffold.reviewer.ktools import KTools
 from unscaffold.reviewer.render import render_request
 from unscaffold.reviewer.submission import REASON_MAX
+from unscaffold.specs.model import ModelSpec
 
 SUBMIT = "submit_review"
 INLINE_LIMIT = 24_000
@@ -185,8 +186,8 @@ class LLMReviewer:
 class LLMReviewerFactory:
     """Per-trial LLM reviewers over one model provider (stateless backends share one model)."""
 
-    def __init__(self, spec: str, **options: Any) -> None:
-        self.spec, self.options = spec, options
+    def __init__(self, spec: ModelSpec | str, **options: Any) -> None:
+        self.spec, self.options = str(spec), options
         self.provider = load_provider(spec, flag="--reviewer")
 
     def for_trial(self, task_id: str) -> LLMReviewer:

@@ -1,44 +1,33 @@
-"""Reviewer specs for `--reviewer`: passthrough, rules, cascade:SPEC, replay:FILE, or a model spec."""
+"""The reviewer a `--reviewer` spec names (its grammar and typed form: unscaffold/specs/reviewer.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from unscaffold.errors import InputError
-from unscaffold.llm.registry import parse_spec
 from unscaffold.reviewer.base import ReviewerFactory, SharedReviewer
-
-FLAG = "--reviewer"
-USAGE = ("expected passthrough, rules, cascade:SPEC, replay:FILE, openai:MODEL[@BASE_URL], anthropic:MODEL "
-         "or hf:PATH[+ADAPTER]")
+from unscaffold.specs.reviewer import FLAG, ReviewerSpec
 
 
-def load_reviewer(spec: str) -> ReviewerFactory:
+def load_reviewer(given: ReviewerSpec | str) -> ReviewerFactory:
     """A factory whose `for_trial(task_id)` gives each trial its own reviewer."""
-    if spec == "passthrough":
+    spec = given if isinstance(given, ReviewerSpec) else ReviewerSpec.parse(given, flag=FLAG)
+    if spec.kind == "passthrough":
         from unscaffold.reviewer.passthrough import PassthroughReviewer
 
         return SharedReviewer(PassthroughReviewer())
-    if spec == "rules":
+    if spec.kind == "rules":
         from unscaffold.reviewer.rules import RulesReviewer
 
         return SharedReviewer(RulesReviewer())
-    if spec.startswith("cascade:"):
+    if spec.inner is not None:
         from unscaffold.reviewer.cascade import CascadeFactory
 
-        inner = spec.removeprefix("cascade:")
-        if not inner or inner.startswith("cascade:"):
-            raise InputError(FLAG, None, f"reviewer spec {spec!r}: cascade wraps one reviewer spec, e.g. "
-                             "cascade:openai:MODEL")
-        return CascadeFactory(load_reviewer(inner))
-    scheme = spec.partition(":")[0]
-    if scheme not in ("replay", "openai", "anthropic", "hf"):
-        raise InputError(FLAG, None, f"unknown reviewer spec {spec!r}; {USAGE}")
-    parsed = parse_spec(spec, flag=FLAG)
-    if parsed.scheme == "replay":
+        return CascadeFactory(load_reviewer(spec.inner))
+    assert spec.model is not None  # the only kind left
+    if spec.model.kind == "replay":
         from unscaffold.reviewer.replay_reviewer import ReplayReviewerFactory
 
-        return ReplayReviewerFactory(spec, Path(parsed.target), parsed.latency_s)
+        return ReplayReviewerFactory(str(spec.model), Path(spec.model.target), spec.model.latency_s)
     from unscaffold.reviewer.llm import LLMReviewerFactory
 
-    return LLMReviewerFactory(spec)
+    return LLMReviewerFactory(spec.model)

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from unscaffold.errors import UnscaffoldError
-from unscaffold.llm.output_check import TooDeep, loads_bounded, value_problem
+from unscaffold.llm.json_bounds import TooDeep, loads_bounded, value_problem
 from unscaffold.llm.types import AssistantResponse, ToolCall
 from unscaffold.minimal_harness.tool import TOOL_NAME
 

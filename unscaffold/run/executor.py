@@ -12,7 +12,7 @@ from typing import Protocol
 from unscaffold.benchmarks.base import Suite, Task
 from unscaffold.errors import InputError
 from unscaffold.llm.base import ModelProvider
-from unscaffold.run.executor_spec import FLAG, INSTALL_RAY, parse_executor
+from unscaffold.run.executor_spec import FLAG, INSTALL_RAY
 from unscaffold.run.models import RunConfig, TrialResult
 from unscaffold.run.setup import probe_sandbox
 from unscaffold.run.trial import TrialContext, run_trial
@@ -49,7 +49,7 @@ class LocalExecutor:
 
 def open_executor(config: RunConfig) -> Executor:
     """The executor `config.executor` names, ready to run (its sandboxes probed where trials will run)."""
-    spec = parse_executor(config.executor)
+    spec = config.executor
     if spec.kind == "local":
         return LocalExecutor(config)
     try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from pydantic import (
     BaseModel,
@@ -17,6 +17,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails
 
+from unscaffold.errors import UnscaffoldError
 from unscaffold.flags import Concurrency, DataFolder, SplitFile, TaskIds, Trials, flag
 from unscaffold.llm.sampling import Sampling
 from unscaffold.llm.types import Usage
@@ -24,6 +25,8 @@ from unscaffold.minimal_harness.agent import AgentConfig
 from unscaffold.minimal_harness.sandbox.base import SandboxSettings
 from unscaffold.outcomes import Outcome
 from unscaffold.reviewer.hook import ReviewCounts
+from unscaffold.specs import ExecutorSpec, HarnessSpec, ModelSpec, ReviewerSpec, read_as
+from unscaffold.suites import suite_help
 
 DEFAULT_REPLACE_BUDGET = 5  # REPLACE decisions a reviewer may make per trial
 
@@ -32,10 +35,12 @@ class RunConfig(BaseModel):
     """Everything `unscaffold run` is told: the one source of the run's settings. Each field is documented
     once, here; the command's options (`flag`) and their help are built from these fields, and
     `--config run.toml` accepts the same names (agent and sandbox settings in their own tables).
-    `config.json` of a run is this model."""
+    `config.json` of a run is this model; its specs (student, reviewer, harness, executor) are JSON objects
+    there, and a config.json of an earlier version that holds their text still reads."""
 
-    suite: str = Field(description="Suite name: harbor, spreadsheet, retrosynthesis, appworld_lite, appworld.")
-    student: str = Field(description="Model spec or `oracle`.", json_schema_extra=flag("--student"))
+    suite: str = Field(description=suite_help())
+    student: Annotated[ModelSpec, read_as(ModelSpec, "--student", oracle=True)] = Field(
+        description="Model spec or `oracle`.", json_schema_extra=flag("--student"))
     out: Path = Field(description="Run folder (re-running resumes it).", json_schema_extra=flag("--out"))
     data: DataFolder = None
     split: str | None = Field(None, description="train or test.", json_schema_extra=flag("--split"))
@@ -43,9 +48,10 @@ class RunConfig(BaseModel):
     task_ids: TaskIds = None
     trials: Trials = 1
     concurrency: Concurrency = 1
-    harness: str = Field("minimal", description="minimal, hstar (the suite bank), a bank folder, or route:POOL "
-                         "(rank-1 routing: each task under the sibling --router ranks first; POOL a pool.toml, "
-                         "or `shipped` for the suite's own pool).", json_schema_extra=flag("--harness"))
+    harness: Annotated[HarnessSpec, read_as(HarnessSpec, "--harness")] = Field(
+        HarnessSpec(kind="minimal"), description="minimal, hstar (the suite bank), a bank folder, or route:POOL "
+        "(rank-1 routing: each task under the sibling --router ranks first; POOL a pool.toml, or `shipped` for the "
+        "suite's own pool).", json_schema_extra=flag("--harness"))
     finish_checks: bool = Field(True, description="Run an h* bank's before_finish checks. --no-finish-checks "
                                 "runs the bank as a rescue-training rollout meets it (TRL's tool loop ends at the "
                                 "first reply without a tool call): validate a pool for training this way.",
@@ -59,9 +65,9 @@ class RunConfig(BaseModel):
     router_validation: Path | None = Field(None, description="With --harness route:POOL: the validation table the "
                                            "rule and adaptive routers read (`rescue validation` writes it).",
                                            json_schema_extra=flag("--router-validation"))
-    reviewer: str | None = Field(None, description="Reviewer: a model spec, replay:FILE, rules, cascade:SPEC, "
-                                 "passthrough. With one, the run is a collection.",
-                                 json_schema_extra=flag("--reviewer"))
+    reviewer: Annotated[ReviewerSpec | None, read_as(ReviewerSpec, "--reviewer")] = Field(
+        None, description="Reviewer: a model spec, replay:FILE, rules, cascade:SPEC, passthrough. With one, the run "
+        "is a collection.", json_schema_extra=flag("--reviewer"))
     knowledge: Path | None = Field(None, description="K for the reviewer (default: the suite's).",
                                    json_schema_extra=flag("--knowledge"))
     budget: int = Field(DEFAULT_REPLACE_BUDGET, ge=0, description="REPLACE decisions allowed per trial.",
@@ -76,9 +82,10 @@ class RunConfig(BaseModel):
                                              json_schema_extra=flag("--reviewer-concurrency"))
     infra_retries: int = Field(2, ge=0, description="Re-runs of a trial whose machinery failed.",
                                json_schema_extra=flag("--infra-retries"))
-    executor: str = Field("local", description="Where trials run: local (threads), ray (a local Ray instance) or "
-                          "ray:ADDRESS (a cluster; `auto` or ray://host:10001), optionally ?cpus=N&memory=SIZE.",
-                          json_schema_extra=flag("--executor"))
+    executor: Annotated[ExecutorSpec, read_as(ExecutorSpec, "--executor")] = Field(
+        ExecutorSpec(kind="local"), description="Where trials run: local (threads), ray (a local Ray instance) or "
+        "ray:ADDRESS (a cluster; `auto` or ray://host:10001), optionally ?cpus=N&memory=SIZE.",
+        json_schema_extra=flag("--executor"))
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     agent: AgentConfig = Field(default_factory=AgentConfig)
     sampling: Sampling = Field(default_factory=Sampling)
@@ -114,7 +121,7 @@ class RunConfig(BaseModel):
         """The identity of a config.json as written (by this version or an earlier, flat one)."""
         try:
             return cls.model_validate(raw).identity()
-        except ValidationError:  # unreadable: compare what is there
+        except (ValidationError, UnscaffoldError):  # unreadable: compare what is there
             return {k: raw.get(k) for k in (*cls.IDENTITY, "max_turns")}
 
 

@@ -94,9 +94,9 @@ def _worker_state(key: str, config_json: str, shipped: list[str], bundle: list[A
             provider = make_provider(config.student, suite, tasks, config.sampling)
             context = trial_context(suite, config)
             for field, loaded in (("student", provider), ("reviewer", context.reviewers)):
-                parts = shipping.spec_file(getattr(original, field))
-                if parts and field in shipped:
-                    _restore_spec(loaded, str(root / field), parts[1])
+                path = shipping.spec_file(getattr(original, field))
+                if path and field in shipped:
+                    _restore_spec(loaded, str(root / field), path)
             if context.reviewers is not None:
                 if slots is not None and original.reviewer_concurrency:
                     context.reviewers = ThrottledReviewers(context.reviewers, original.reviewer_concurrency,

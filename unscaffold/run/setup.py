@@ -21,6 +21,7 @@ from unscaffold.reviewer.throttle import ThrottledReviewers
 from unscaffold.run.folder import RunFolder
 from unscaffold.run.models import RunConfig
 from unscaffold.run.trial import TrialContext
+from unscaffold.specs import ModelSpec
 
 
 def select_tasks(suite: Suite, config: RunConfig) -> list[Task]:
@@ -45,9 +46,9 @@ def select_tasks(suite: Suite, config: RunConfig) -> list[Task]:
     return tasks
 
 
-def make_provider(spec: str, suite: Suite, tasks: list[Task], sampling: Sampling | None = None) -> ModelProvider:
+def make_provider(spec: ModelSpec, suite: Suite, tasks: list[Task], sampling: Sampling | None = None) -> ModelProvider:
     """The student; `sampling` is the run's --temperature, --top-p, --max-tokens and --sampling-seed."""
-    if spec == "oracle":
+    if spec.kind == "oracle":
         if sampling is not None and sampling.given():
             raise InputError("--student", None, "oracle runs reference solutions; sampling settings "
                              f"({', '.join(sampling.given())}) do not apply")
@@ -59,7 +60,7 @@ def make_provider(spec: str, suite: Suite, tasks: list[Task], sampling: Sampling
 def trial_context(suite: Suite, config: RunConfig) -> TrialContext:
     """Load once per run what every trial shares; bad banks, K or reviewer specs fail before any trial."""
     harness = None
-    if config.harness != "minimal":
+    if config.harness.uses_bank:
         harness = HStarHarness(load_bank(bank_for_harness(config.harness, suite.bank_path())),
                                finish_checks=config.finish_checks)
     k = None

@@ -14,11 +14,12 @@ import os
 import tarfile
 import tempfile
 from pathlib import Path
+from typing import TypeVar
 
 from unscaffold.run.models import RunConfig
+from unscaffold.specs import HarnessSpec, ModelSpec, ReviewerSpec
 
 CACHE = Path(tempfile.gettempdir()) / "unscaffold-ray"
-SHIPPED_SCHEMES = ("replay:",)  # model specs whose target is a file to ship; hf: weights stay where they are
 
 
 def pack(entries: dict[str, Path], exclude: frozenset[str] = frozenset()) -> bytes:
@@ -43,18 +44,23 @@ def pack_folder(folder: Path, exclude: frozenset[str] = frozenset()) -> bytes:
     return pack({child.name: child for child in folder.iterdir() if child.name not in exclude})
 
 
-def spec_file(spec: str | None) -> tuple[str, str, str] | None:
-    """(prefix, path, suffix) of a model spec that names a file to ship: `[cascade:]*replay:PATH[?QUERY]`."""
-    if not spec:
-        return None
-    rest, prefix = spec, ""
-    while rest.startswith("cascade:"):
-        prefix, rest = prefix + "cascade:", rest.removeprefix("cascade:")
-    for scheme in SHIPPED_SCHEMES:
-        if rest.startswith(scheme):
-            path, sep, query = rest.removeprefix(scheme).partition("?")
-            return prefix + scheme, path, sep + query
-    return None
+def spec_file(spec: ModelSpec | ReviewerSpec | None) -> str | None:
+    """The file a student or reviewer spec names for trials to read: a replay's (a cascade's inner one's too);
+    hf: weights stay where they are."""
+    if isinstance(spec, ReviewerSpec):
+        return spec_file(spec.inner or spec.model)
+    return spec.target if spec is not None and spec.kind == "replay" else None
+
+
+S = TypeVar("S", ModelSpec, ReviewerSpec)
+
+
+def with_file(spec: S, path: str) -> S:
+    """`spec` reading its file (see `spec_file`) from `path`."""
+    if isinstance(spec, ReviewerSpec):
+        part = "inner" if spec.inner is not None else "model"
+        return spec.model_copy(update={part: with_file(getattr(spec, part), path)})
+    return spec.model_copy(update={"target": path})
 
 
 def inputs(config: RunConfig) -> dict[str, Path]:
@@ -64,12 +70,12 @@ def inputs(config: RunConfig) -> dict[str, Path]:
         found["data"] = config.data
     if config.knowledge is not None:
         found["knowledge"] = config.knowledge
-    if config.harness not in ("minimal", "hstar"):
-        found["harness"] = Path(config.harness)
+    if config.harness.kind == "bank" and config.harness.path:
+        found["harness"] = Path(config.harness.path)
     for field in ("student", "reviewer"):
-        parts = spec_file(getattr(config, field))
-        if parts:
-            found[field] = Path(parts[1])
+        path = spec_file(getattr(config, field))
+        if path:
+            found[field] = Path(path)
     return {name: path.resolve() for name, path in found.items() if path.exists()}
 
 
@@ -80,11 +86,11 @@ def rebased(config: RunConfig, root: Path, names: set[str]) -> RunConfig:
         if name in names:
             update[name] = root / name
     if "harness" in names:
-        update["harness"] = str(root / "harness")
+        update["harness"] = HarnessSpec(kind="bank", path=str(root / "harness"))
     for field in ("student", "reviewer"):
-        parts = spec_file(getattr(config, field))
-        if parts and field in names:
-            update[field] = f"{parts[0]}{root / field}{parts[2]}"
+        spec = getattr(config, field)
+        if spec_file(spec) and field in names:
+            update[field] = with_file(spec, str(root / field))
     return config.model_copy(update=update)
 
 

@@ -28,6 +28,7 @@ from unscaffold.run.folder import RunFolder, TrialFolder
 from unscaffold.sft.audit import audit
 from unscaffold.sft.drop_reasons import DropReason
 from unscaffold.sft.scrub import REVIEWER_WORDING, Hit, Markers, build_markers, context_around
+from unscaffold.specs import HarnessSpec
 from unscaffold.untrusted import REFUSED
 
 # The filters beyond the recipe's (reward 1.0, no execution exception), each a named `--audit` option: the
@@ -86,7 +87,7 @@ def run_source(run_dir: Path) -> str:
     config = run.read_raw_config()  # read by key: a config.json of any version labels its rows
     if not isinstance(config, dict):
         raise InputError(str(path), None, "expected a JSON object")
-    if config.get("harness", "minimal") != "minimal":
+    if HarnessSpec.model_validate(config.get("harness", "minimal")).kind != "minimal":
         return "hstar"
     if not config.get("reviewer"):
         return "unreviewed"

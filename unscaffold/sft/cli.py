@@ -8,14 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from unscaffold.cli_exit import fail
 from unscaffold.cli_options import argument, command_from_model, option, setting_argument, switch
 from unscaffold.command_settings import InspectSftSettings, MergeSettings
-from unscaffold.errors import InputError, UnscaffoldError
+from unscaffold.console import out_console
+from unscaffold.errors import InputError
 from unscaffold.sft.config import TrainConfig
 from unscaffold.terminal_text import clean
 
@@ -29,22 +28,19 @@ def inspect_sft_command(s: InspectSftSettings, values: dict[str, Any]) -> None:
     from unscaffold.sft.render import RenderError, render_row, segments
     from unscaffold.sft.train import load_tokenizer
 
+    parsed = parse_row(_nth_row(data, row), str(data), f"row {row}")
+    tokenizer = load_tokenizer(model)
     try:
-        parsed = parse_row(_nth_row(data, row), str(data), f"row {row}")
-        tokenizer = load_tokenizer(model)
-        try:
-            samples, split = render_row(parsed.messages, parsed.tools, tokenizer, parsed.masked_reasoning_turns,
-                                        split_turns=split_turns, context_turns=parsed.context_turns)
-        except RenderError as e:
-            hint = "; use --split-turns" if e.reason == "prefix_property" and not split_turns else ""
-            raise InputError(str(data), f"row {row}", f"{e}{hint}") from None
-    except UnscaffoldError as e:
-        fail(e)
+        samples, split = render_row(parsed.messages, parsed.tools, tokenizer, parsed.masked_reasoning_turns,
+                                    split_turns=split_turns, context_turns=parsed.context_turns)
+    except RenderError as e:
+        hint = "; use --split-turns" if e.reason == "prefix_property" and not split_turns else ""
+        raise InputError(str(data), f"row {row}", f"{e}{hint}") from None
     parts = [segments(tokenizer, s) for s in samples]
     if as_json:  # a row trained turn by turn (--split-turns, or a tokenizer merge) prints one list per sample
         sys.stdout.write(json.dumps(parts if split else parts[0], ensure_ascii=False) + "\n")
         return
-    out = Console()
+    out = out_console()
     if split and not split_turns:
         out.print("[yellow]the tokenizer merges across a turn boundary: this row trains turn by turn")
     for i, (sample, segs) in enumerate(zip(samples, parts, strict=True)):
@@ -78,16 +74,13 @@ def _nth_row(data: Path, n: int) -> Any:
 def train_sft_command(settings: TrainConfig, values: dict[str, Any]) -> None:
     """LoRA SFT on build-sft rows (TRL + PEFT); defaults are the published recipe. Runs under accelerate launch."""
     data, out, resume = values["data"], values["out"], values["resume"]
-    try:
-        if not values["no_preflight"] and not resume:
-            from unscaffold.preflight import check_training
+    if not values["no_preflight"] and not resume:
+        from unscaffold.preflight import check_training
 
-            check_training(settings.model)
-        from unscaffold.sft.train import train_sft, world  # torch and TRL: after the checks, which need neither
+        check_training(settings.model)
+    from unscaffold.sft.train import train_sft, world  # torch and TRL: after the checks, which need neither
 
-        summary = train_sft(data, out, settings, resume=resume, progress=sys.stderr.isatty())
-    except UnscaffoldError as e:
-        fail(e)
+    summary = train_sft(data, out, settings, resume=resume, progress=sys.stderr.isatty())
     if not world()[1]:
         return
     table = Table(title=f"train-sft -> {out}")
@@ -99,13 +92,14 @@ def train_sft_command(settings: TrainConfig, values: dict[str, Any]) -> None:
         table.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
     for reason, count in summary.rows_dropped.items():
         table.add_row(f"dropped: {reason}", str(count))
-    Console().print(table)
+    out_console().print(table)
     if summary.rows_dropped.get("prefix_property"):
         first = next(d for d in summary.dropped if d["reason"] == "prefix_property")
-        Console().print(f"[yellow]{summary.rows_dropped['prefix_property']} rows break the prefix property (first: row "
-                        f"{first['row']}, turn {first['turn']}); --split-turns trains them turn by turn")
-    Console().print(f"adapter and summary: {out}  (evaluate with --student hf:{settings.model}+{out})",
-                    highlight=False)
+        out_console().print(f"[yellow]{summary.rows_dropped['prefix_property']} rows break the prefix property "
+                            f"(first: row {first['row']}, turn {first['turn']}); --split-turns trains them turn by "
+                            "turn")
+    out_console().print(f"adapter and summary: {out}  (evaluate with --student hf:{settings.model}+{out})",
+                        highlight=False)
 
 
 def merge_command(s: MergeSettings, values: dict[str, Any]) -> None:
@@ -113,11 +107,8 @@ def merge_command(s: MergeSettings, values: dict[str, Any]) -> None:
     adapter, out, base = s.adapter, s.out, s.base
     from unscaffold.sft.merge import merge_adapter
 
-    try:
-        path = merge_adapter(adapter, out, base)
-    except UnscaffoldError as e:
-        fail(e)
-    Console().print(f"merged weights: {path}", highlight=False)
+    path = merge_adapter(adapter, out, base)
+    out_console().print(f"merged weights: {path}", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,9 +8,10 @@ from pathlib import Path
 
 from unscaffold.errors import InputError
 from unscaffold.iojson import read_json
+from unscaffold.specs import WeightsSpec
 
 
-def merge_adapter(adapter: Path, out: Path, base: str | None = None) -> Path:
+def merge_adapter(adapter: Path, out: Path, base: WeightsSpec | str | None = None) -> Path:
     """Write base + adapter as plain weights (safetensors) with the tokenizer and chat template beside them."""
     import torch
     from peft import PeftModel
@@ -27,7 +28,7 @@ def merge_adapter(adapter: Path, out: Path, base: str | None = None) -> Path:
         raise InputError(str(adapter), None, "not a PEFT adapter folder (no adapter_config.json)")
     recorded = read_json(config_path).get("base_model_name_or_path")
     base = base or recorded
-    if not isinstance(base, str) or not base:
+    if not base or not isinstance(base, WeightsSpec | str):
         raise InputError(str(config_path), "base_model_name_or_path", "missing; pass --base")
     base_path = resolve_model_path(base)
     try:

@@ -24,6 +24,7 @@ from unscaffold.errors import InputError
 from unscaffold.iojson import append_jsonl, read_json, write_json_atomic, write_text_atomic
 from unscaffold.sft.config import SFT_PEFT, SFT_TRL, TrainConfig, gradient_accumulation
 from unscaffold.sft.data import Prepared, prepare, read_rows
+from unscaffold.specs import WeightsSpec
 from unscaffold.training_record import Clock, TrainingRecord, lora_moved, sft_record
 
 CHECKPOINTS = "checkpoints"
@@ -145,19 +146,19 @@ def _check_same_run(out: Path, config: TrainConfig) -> None:
             raise InputError(str(saved_path), key, f"--resume with {value!r}, but the run started with {saved[key]!r}")
 
 
-def load_tokenizer(model: str) -> Any:
+def load_tokenizer(model: WeightsSpec | str) -> Any:
     from transformers import AutoTokenizer
 
     from unscaffold.offline.tiny import resolve_model_path
 
     path = resolve_model_path(model)
     if path.startswith(("/", ".", "~")) and not Path(path).expanduser().is_dir():
-        raise InputError("--model", None, f"{model!r} is not a model folder (nor a hub id, nor tiny)")
+        raise InputError("--model", None, f"{str(model)!r} is not a model folder (nor a hub id, nor tiny)")
     try:
         return AutoTokenizer.from_pretrained(path)
     except (OSError, ValueError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise InputError("--model", None, f"cannot load a tokenizer from {model!r}: {first}") from None
+        raise InputError("--model", None, f"cannot load a tokenizer from {str(model)!r}: {first}") from None
 
 
 def train_sft(data: Path, out: Path, config: TrainConfig, *, resume: bool = False,
@@ -285,11 +286,12 @@ def passed_through(config: TrainConfig) -> dict[str, dict[str, Any]]:
 def _prepare_with_bar(rows: list[Any], tokenizer: Any, config: TrainConfig, show: bool) -> Prepared:
     if not show:
         return prepare(rows, tokenizer, max_length=config.max_length, split_turns=config.split_turns)
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    from unscaffold.console import err_console
+
     with Progress(TextColumn("rendering rows"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
+                  console=err_console(), transient=True) as bar:
         job = bar.add_task("render", total=len(rows))
         return prepare(rows, tokenizer, max_length=config.max_length, split_turns=config.split_turns,
                        progress=lambda: bar.advance(job))
@@ -477,12 +479,13 @@ class _ProgressBar(TrainerCallback):
     """A rich progress bar over optimizer steps with the latest loss."""
 
     def __init__(self) -> None:
-        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        from unscaffold.console import err_console
 
         self.bar = Progress(TextColumn("train-sft"), BarColumn(), MofNCompleteColumn(),
                             TextColumn("loss {task.fields[loss]}"), TimeRemainingColumn(),
-                            console=Console(stderr=True))
+                            console=err_console())
         self.task: Any = None
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:

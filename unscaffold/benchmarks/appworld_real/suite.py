@@ -25,13 +25,14 @@ from unscaffold.errors import InputError
 from unscaffold.llm.types import Message
 from unscaffold.minimal_harness.sandbox.base import Sandbox, SandboxConfig, SandboxKind
 from unscaffold.minimal_harness.trajectory import Trajectory
+from unscaffold.offline.appworld_lite import apis as lite_apis
 from unscaffold.offline.appworld_lite.apis import SOCKET_FILE, STATE_DIR, ApiError, SocketTransport
 from unscaffold.offline.appworld_lite.metrics import goal_completion
 from unscaffold.offline.appworld_lite.opening import APPWORLD_DEMO, build_opening
 from unscaffold.offline.appworld_lite.prompt import task_message
 
 HERE = Path(__file__).resolve().parent
-LITE = HERE.parent.parent / "offline" / "appworld_lite"
+LITE_APIS = Path(lite_apis.__file__)  # the app client, shared with appworld_lite
 BRIDGE = HERE / "bridge.py"
 SPLITS = ("train", "dev", "test_normal", "test_challenge")
 DEFAULT_SPLIT = "test_normal"
@@ -141,7 +142,6 @@ class Bridge:
 
 
 class AppWorldSuite(Suite):
-    name = "appworld"
     output_cut_chars = APP_WORLD_OUTPUT_CUT
 
     def __init__(self, data: Path | None = None) -> None:
@@ -189,7 +189,7 @@ class AppWorldSuite(Suite):
         workspace = trial_dir / "workspace"
         state = workspace / STATE_DIR
         state.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(LITE / "apis.py", workspace / "apis.py")
+        shutil.copyfile(LITE_APIS, workspace / "apis.py")
         (state / "task.json").write_text(json.dumps({"task_id": task.id}, indent=2) + "\n", encoding="utf-8")
         socket_path = state / SOCKET_FILE
         argv = bridge_command(self.python, task.id, experiment_name(trial_dir), socket_path)
@@ -239,12 +239,6 @@ class AppWorldSuite(Suite):
     def metrics(self, tasks: list[Task], rewards: dict[str, float]) -> dict[str, float]:
         return goal_completion(tasks, rewards)
 
-    def bank_path(self) -> Path | None:
-        """The app-world bank works here too: its tools and checks only use the shared `apis` client."""
-        return LITE / "hstar"
-
-    def k_path(self) -> Path | None:
-        return LITE / "k"
 
     def release(self, trial_dir: Path) -> None:
         """Stop the bridge of a trial that will not be scored."""

@@ -1,8 +1,8 @@
 """Behaviour predicates for files in a workspace (the example Harbor banks, `examples/hstar/harbor_bank` and
 `words_bank`): files looked at, shown after the last write, ties broken in a sort, a file written at all.
 
-A bank's detector names one by `predicate = "..."`; `unscaffold.behaviors.predicate_table` collects
-every suite's."""
+A bank's detector names one by `predicate = "..."`; the suite registry (`unscaffold/suites.py`) finds this
+module through the folder's suite.toml (`detectors`) and collects every suite's."""
 
 from __future__ import annotations
 

@@ -6,8 +6,6 @@ import shlex
 from pathlib import Path
 
 from unscaffold.benchmarks.base import Score, Suite, Task
-from unscaffold.benchmarks.harbor.reward import read_reward
-from unscaffold.benchmarks.harbor.task_folder import HarborTask, find_tasks, refusal
 from unscaffold.errors import EnvironmentBroken, InputError
 from unscaffold.iojson import write_text_atomic
 from unscaffold.minimal_harness.sandbox.base import Mount, Sandbox, SandboxConfig, SandboxKind
@@ -17,13 +15,15 @@ from unscaffold.offline.dockerfile import LocalPlan, apply_copies, host_like, lo
 from unscaffold.outcomes import Outcome
 from unscaffold.untrusted import clear_folder
 
+from .reward import read_reward
+from .task_folder import HarborTask, find_tasks, refusal
+
 VERIFIER_COMMAND = "bash /tests/test.sh"
 TESTS = "tests"  # in the trial folder: filled with the task's tests just before they run
 VERIFIER_TAIL = 400  # characters of the verifier's output quoted in a failure's reason
 
 
 class HarborSuite(Suite):
-    name = "harbor"
 
     def __init__(self, data: Path | None = None) -> None:
         super().__init__(data)

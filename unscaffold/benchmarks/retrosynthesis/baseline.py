@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-from unscaffold.benchmarks.retrosynthesis.suite import ANSWER, RetrosynthesisSuite
+from .suite import ANSWER, RetrosynthesisSuite
 
 TOOL = Path(__file__).resolve().parent / "hstar" / "tools" / "retro_templates.py"
 

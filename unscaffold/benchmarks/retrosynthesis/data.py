@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from unscaffold.benchmarks.retrosynthesis.chem import CLASS_NAMES, Gold
 from unscaffold.errors import InputError
+
+from .chem import CLASS_NAMES, Gold
 
 BUILTIN = Path(__file__).resolve().parent / "data"
 RXN_HEADERS = {"rxn_smiles", "reaction_smiles", "rxn", "reaction", "mapped_rxn", "reactants>reagents>production"}

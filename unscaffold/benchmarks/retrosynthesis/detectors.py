@@ -2,8 +2,8 @@
 templates, forward checks, reactant comparisons, protecting groups and stereo, found in the student's
 Python (RDKit calls) and shell steps.
 
-A bank's detector names one by `predicate = "..."`; `unscaffold.behaviors.predicate_table` collects
-every suite's."""
+A bank's detector names one by `predicate = "..."`; the suite registry (`unscaffold/suites.py`) finds this
+module through the folder's suite.toml (`detectors`) and collects every suite's."""
 
 from __future__ import annotations
 

@@ -14,14 +14,15 @@ from collections import defaultdict
 from pathlib import Path
 
 from unscaffold.benchmarks.base import Score, Suite, Task
-from unscaffold.benchmarks.retrosynthesis.chem import RDKIT_VERSION, score_answer
-from unscaffold.benchmarks.retrosynthesis.data import BUILTIN, Reaction, load_reactions
 from unscaffold.bounded import LimitExceeded, call_bounded, preload
 from unscaffold.errors import InputError
 from unscaffold.minimal_harness.sandbox.base import Sandbox, SandboxConfig, SandboxKind
 from unscaffold.minimal_harness.trajectory import Trajectory
 from unscaffold.outcomes import Outcome
 from unscaffold.untrusted import REFUSED, UntrustedFileError, read_untrusted_text
+
+from .chem import RDKIT_VERSION, score_answer
+from .data import BUILTIN, Reaction, load_reactions
 
 ANSWER = "answer.txt"
 PRODUCT_FILE = "product.smi"
@@ -41,7 +42,6 @@ def instruction(product: str, class_name: str | None) -> str:
 
 
 class RetrosynthesisSuite(Suite):
-    name = "retrosynthesis"
 
     def __init__(self, data: Path | None = None) -> None:
         super().__init__(data)
@@ -114,7 +114,7 @@ class RetrosynthesisSuite(Suite):
             text = None
             if e.refused:
                 return Score(reward=0.0, reason=str(e), details={**details, REFUSED: str(e)})
-        preload("unscaffold.benchmarks.retrosynthesis.chem")
+        preload(f"{__package__}.chem")  # this folder's scorer, also in a copy of it
         try:
             score = call_bounded(score_answer, text, self.reaction(task).gold, timeout_s=SCORE_TIMEOUT_S,
                                  what="RDKit scoring of answer.txt")
@@ -153,8 +153,3 @@ class RetrosynthesisSuite(Suite):
                 markers.add(r.reactants)
         return sorted(markers)
 
-    def bank_path(self) -> Path | None:
-        return HERE / "hstar"
-
-    def k_path(self) -> Path | None:
-        return HERE / "k"

@@ -1,8 +1,8 @@
 """The spreadsheet bank's behaviour predicates: which workbooks the student's programs open, write and
 assert on, in order (a check before the last save does not count, for the tool as for a command).
 
-A bank's detector names one by `predicate = "..."`; `unscaffold.behaviors.predicate_table` collects
-every suite's."""
+A bank's detector names one by `predicate = "..."`; the suite registry (`unscaffold/suites.py`) finds this
+module through the folder's suite.toml (`detectors`) and collects every suite's."""
 
 from __future__ import annotations
 

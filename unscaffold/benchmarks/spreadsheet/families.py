@@ -13,8 +13,8 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from unscaffold.benchmarks.spreadsheet import solutions
-from unscaffold.benchmarks.spreadsheet.sheets import (
+from . import solutions
+from .sheets import (
     DEPTS,
     FIRST,
     LAST,

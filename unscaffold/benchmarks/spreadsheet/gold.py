@@ -12,8 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from unscaffold.benchmarks.spreadsheet.ranges import RangeError, parse_answer_position
 from unscaffold.errors import InputError
+
+from .ranges import RangeError, parse_answer_position
 
 MIN_MARKER = 6  # shorter gold strings ("Open", "F") would match ordinary text in K
 MIN_COORDINATE = 5  # "C2" or "A:A" would match ordinary text; "D2:D20" names one task's answer

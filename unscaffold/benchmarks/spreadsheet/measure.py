@@ -18,11 +18,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from unscaffold.benchmarks.spreadsheet import solutions
-from unscaffold.benchmarks.spreadsheet.ranges import parse_ref, quote_sheet
-from unscaffold.benchmarks.spreadsheet.recalc import EngineChoice
-from unscaffold.benchmarks.spreadsheet.scorer import score_cases
-from unscaffold.benchmarks.spreadsheet.tasks import (
+from . import solutions
+from .ranges import parse_ref, quote_sheet
+from .recalc import EngineChoice
+from .scorer import score_cases
+from .tasks import (
     CELL_LEVEL,
     HEADER,
     BuiltTask,

@@ -31,7 +31,7 @@ if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from ranges import RangeError, parse_answer_position
 else:
-    from unscaffold.benchmarks.spreadsheet.ranges import RangeError, parse_answer_position
+    from .ranges import RangeError, parse_answer_position
 
 Box = tuple[str, int | None, int | None, int | None, int | None]  # sheet, min_col, min_row, max_col, max_row
 MAX_CELLS = 2_000_000

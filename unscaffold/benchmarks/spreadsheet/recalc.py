@@ -30,8 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from unscaffold.benchmarks.spreadsheet.ranges import column_letters, quote_sheet
-from unscaffold.benchmarks.spreadsheet.reader import decode
 from unscaffold.bounded import (
     STDERR_TAIL,
     Deadline,
@@ -42,6 +40,9 @@ from unscaffold.bounded import (
     run_bounded,
 )
 from unscaffold.untrusted import UntrustedFileError, read_untrusted, size_text
+
+from .ranges import column_letters, quote_sheet
+from .reader import decode
 
 EngineChoice = Literal["auto", "libreoffice", "formulas"]
 Engine = Literal["libreoffice", "formulas"]

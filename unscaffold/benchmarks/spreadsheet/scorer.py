@@ -26,9 +26,13 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from unscaffold.benchmarks.base import Score
-from unscaffold.benchmarks.spreadsheet.intake import Refused
-from unscaffold.benchmarks.spreadsheet.ranges import CellRange, column_letters, quote_sheet
-from unscaffold.benchmarks.spreadsheet.recalc import (
+from unscaffold.bounded import Deadline, LimitExceeded
+from unscaffold.outcomes import Outcome
+from unscaffold.untrusted import REFUSED
+
+from .intake import Refused
+from .ranges import CellRange, column_letters, quote_sheet
+from .recalc import (
     EngineChoice,
     ForeignReference,
     Limits,
@@ -40,10 +44,7 @@ from unscaffold.benchmarks.spreadsheet.recalc import (
     libreoffice,
     load_values,
 )
-from unscaffold.benchmarks.spreadsheet.values import same_value, show
-from unscaffold.bounded import Deadline, LimitExceeded
-from unscaffold.outcomes import Outcome
-from unscaffold.untrusted import REFUSED
+from .values import same_value, show
 
 MAX_LISTED = 5
 _GOLDEN_CACHE: dict[tuple[str, ...], WorkbookValues] = {}

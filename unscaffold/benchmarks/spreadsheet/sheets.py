@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from unscaffold.benchmarks.spreadsheet.ranges import column_letters, parse_answer_position, parse_ref, quote_sheet
+from .ranges import column_letters, parse_answer_position, parse_ref, quote_sheet
 
 CELL_LEVEL = "Cell-Level Manipulation"
 SHEET_LEVEL = "Sheet-Level Manipulation"

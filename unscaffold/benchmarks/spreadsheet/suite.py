@@ -17,16 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from unscaffold.benchmarks.base import Score, Suite, Task
-from unscaffold.benchmarks.spreadsheet import tasks as builtin
-from unscaffold.benchmarks.spreadsheet.gold import answer_value_markers, coordinate_markers, gold_marker
-from unscaffold.benchmarks.spreadsheet.intake import Refused, take_out
-from unscaffold.benchmarks.spreadsheet.loader import Dataset, RealTask, load_dataset
-from unscaffold.benchmarks.spreadsheet.recalc import Limits, engine_summary
-from unscaffold.benchmarks.spreadsheet.scorer import score_cases
 from unscaffold.errors import InputError
 from unscaffold.iojson import write_text_atomic
 from unscaffold.minimal_harness.sandbox.base import Mount, Sandbox, SandboxConfig, SandboxKind
 from unscaffold.minimal_harness.trajectory import Trajectory
+
+from . import tasks as builtin
+from .gold import answer_value_markers, coordinate_markers, gold_marker
+from .intake import Refused, take_out
+from .loader import Dataset, RealTask, load_dataset
+from .recalc import Limits, engine_summary
+from .scorer import score_cases
 
 HERE = Path(__file__).resolve().parent
 WORKDIR = "/workspace"
@@ -62,7 +63,6 @@ def render_instruction(task_id: str, instruction: str, instruction_type: str, an
 
 
 class SpreadsheetSuite(Suite):
-    name = "spreadsheet"
 
     def __init__(self, data: Path | None = None) -> None:
         super().__init__(data)
@@ -201,9 +201,4 @@ class SpreadsheetSuite(Suite):
                     markers.add(marker)
         return sorted(markers)
 
-    def bank_path(self) -> Path | None:
-        return HERE / "hstar"
-
-    def k_path(self) -> Path | None:
-        return HERE / "k"
 

@@ -14,10 +14,10 @@ import inspect
 import random
 import zlib
 
-from unscaffold.benchmarks.spreadsheet import solutions
-from unscaffold.benchmarks.spreadsheet.families import FAMILIES
-from unscaffold.benchmarks.spreadsheet.ranges import parse_answer_position
-from unscaffold.benchmarks.spreadsheet.sheets import (
+from . import solutions
+from .families import FAMILIES
+from .ranges import parse_answer_position
+from .sheets import (
     CELL_LEVEL,
     SHEET_LEVEL,
     TEST_VARIANTS,

@@ -12,6 +12,8 @@ from pydantic import BaseModel, Field, field_validator
 from unscaffold.bounded import capped
 from unscaffold.flags import flag
 from unscaffold.minimal_harness.sandbox.result import ExecResult
+from unscaffold.specs.base import read_as
+from unscaffold.specs.image import BaseImageSpec
 
 __all__ = ["ExecResult", "Limits", "Mount", "Sandbox", "SandboxConfig", "SandboxKind", "SandboxSettings"]
 
@@ -20,11 +22,12 @@ SandboxKind = Literal["local", "docker", "none"]
 
 def sandbox_kind(value: str) -> SandboxKind:
     """A `--sandbox` value as the typed kind, or one line saying which kinds exist."""
-    from unscaffold.errors import UnscaffoldError
+    from unscaffold.errors import UnscaffoldError, did_you_mean
 
     kinds = typing.get_args(SandboxKind)
     if value not in kinds:
-        raise UnscaffoldError(f"--sandbox: unknown kind {value!r}; use {', '.join(kinds[:-1])} or {kinds[-1]}")
+        raise UnscaffoldError(f"--sandbox: unknown kind {value!r}; use {', '.join(kinds[:-1])} or {kinds[-1]}"
+                              f"{did_you_mean(value, kinds)}")
     return typing.cast(SandboxKind, value)
 DEFAULT_COMMAND_TIMEOUT_S = 600.0  # the reference harness's
 # The `--sandbox` and `--command-timeout` settings, as every command that runs trials declares them.
@@ -79,26 +82,19 @@ class SandboxSettings(BaseModel):
     keep_workspace: bool = Field(False, description="Keep each trial's workspace and writable folders after it "
                                  "ends (by default, where the sandbox gives them a filesystem of their own, only "
                                  "the trial's record stays).", json_schema_extra={"flag": "--keep-workspace"})
-    base_images: list[str] = Field(default_factory=list, description="docker: IMAGE=LOCAL_IMAGE (comma-separated) "
-                                   "builds a task Dockerfile's unpullable `FROM IMAGE` on a local image instead; "
-                                   "the trial's isolation names the substitute.",
-                                   json_schema_extra={"flag": "--base-image"})
+    base_images: list[Annotated[BaseImageSpec, read_as(BaseImageSpec, "--base-image")]] = Field(
+        default_factory=list, description="docker: IMAGE=LOCAL_IMAGE (comma-separated) builds a task Dockerfile's "
+        "unpullable `FROM IMAGE` on a local image instead; the trial's isolation names the substitute.",
+        json_schema_extra={"flag": "--base-image"})
 
     @field_validator("base_images", mode="before")
     @classmethod
     def _split_base_images(cls, value: object) -> object:
-        if isinstance(value, str):
-            value = [pair for pair in value.split(",") if pair.strip()]
-        if isinstance(value, list):
-            for pair in value:
-                image, sep, local = str(pair).partition("=")
-                if not sep or not image.strip() or not local.strip():
-                    raise ValueError(f"{pair!r} is not IMAGE=LOCAL_IMAGE")
-        return value
+        return [pair for pair in value.split(",") if pair.strip()] if isinstance(value, str) else value
 
     def substitutes(self) -> dict[str, str]:
         """`--base-image` as a mapping from the image a Dockerfile names to the local one built on."""
-        return {pair.partition("=")[0].strip(): pair.partition("=")[2].strip() for pair in self.base_images}
+        return {spec.image: spec.local for spec in self.base_images}
 
 
 class SandboxConfig(BaseModel):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib
 
-from unscaffold.offline.appworld_lite.appkit import (
+from .appkit import (
     APP_DESCRIPTIONS,
     APPS,
     BOOKKEEPING_TABLES,
@@ -37,4 +37,4 @@ __all__ = ["APPS", "APP_DESCRIPTIONS", "BOOKKEEPING_TABLES", "DEFAULT_PAGE_LIMIT
 
 APP_MODULES = ("supervisor", "contacts", "messages", "payments", "music", "notes", "file_system")
 for _module in APP_MODULES:  # supervisor first: it registers each app's login, listed before the app's APIs
-    importlib.import_module(f"unscaffold.offline.appworld_lite.app_apis.{_module}")
+    importlib.import_module(f"{__package__}.app_apis.{_module}")

@@ -11,10 +11,10 @@ import sqlite3
 from dataclasses import dataclass
 from functools import lru_cache
 
-from unscaffold.offline.appworld_lite.prompt import task_message
-from unscaffold.offline.appworld_lite.template_kit import Instance, Template, evaluate
-from unscaffold.offline.appworld_lite.templates import TEMPLATES
-from unscaffold.offline.appworld_lite.world import World, WorldBuilder
+from .prompt import task_message
+from .template_kit import Instance, Template, evaluate
+from .templates import TEMPLATES
+from .world import World, WorldBuilder
 
 SCENARIOS_PER_TEMPLATE = 3
 TASKS_PER_SCENARIO = 3

@@ -2,8 +2,8 @@
 uses): `apis` calls in the student's programs, aliases followed, in order: docs before use, every page
 read, writes read back, targets collected, the task completed.
 
-A bank's detector names one by `predicate = "..."`; `unscaffold.behaviors.predicate_table` collects
-every suite's."""
+A bank's detector names one by `predicate = "..."`; the suite registry (`unscaffold/suites.py`) finds this
+module through the folder's suite.toml (`detectors`) and collects every suite's."""
 
 from __future__ import annotations
 

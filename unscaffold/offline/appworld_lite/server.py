@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from unscaffold.benchmarks.appworld_real.bridge import bind, serve_connections
-from unscaffold.offline.appworld_lite import apps
-from unscaffold.offline.appworld_lite.apis import SOCKET_FILE, STATE_DIR
-from unscaffold.offline.appworld_lite.world import World, demo_world, install_client
+
+from . import apps
+from .apis import SOCKET_FILE, STATE_DIR
+from .world import World, demo_world, install_client
 
 DB_FILE = "world.db"
 MAX_WORLD_BYTES = 64 << 20  # the host's disk is not the student's: writes past this fail with a 507

@@ -20,13 +20,14 @@ from unscaffold.errors import InputError
 from unscaffold.llm.types import Message
 from unscaffold.minimal_harness.sandbox.base import Sandbox, SandboxConfig, SandboxKind
 from unscaffold.minimal_harness.trajectory import Trajectory
-from unscaffold.offline.appworld_lite.apps import APP_DESCRIPTIONS
-from unscaffold.offline.appworld_lite.catalog import SPLITS, LiteTask, catalog
-from unscaffold.offline.appworld_lite.metrics import goal_completion
-from unscaffold.offline.appworld_lite.opening import LITE_DEMO, build_opening
-from unscaffold.offline.appworld_lite.server import DB_FILE, WorldServer, serve, served
-from unscaffold.offline.appworld_lite.verify import verify
-from unscaffold.offline.appworld_lite.world import demo_world, install_client
+
+from .apps import APP_DESCRIPTIONS
+from .catalog import SPLITS, LiteTask, catalog
+from .metrics import goal_completion
+from .opening import LITE_DEMO, build_opening
+from .server import DB_FILE, WorldServer, serve, served
+from .verify import verify
+from .world import demo_world, install_client
 
 HERE = Path(__file__).resolve().parent
 WORKDIR = "/workspace"
@@ -36,7 +37,6 @@ MIN_MARKER = 4  # shorter answers (small counts) would match ordinary text in K
 
 
 class AppWorldLiteSuite(Suite):
-    name = "appworld_lite"
     openings = ("plain", "demonstration")
     output_cut_chars = APP_WORLD_OUTPUT_CUT
 
@@ -133,8 +133,3 @@ class AppWorldLiteSuite(Suite):
                 markers.add(str(answer))
         return sorted(markers)
 
-    def bank_path(self) -> Path | None:
-        return HERE / "hstar"
-
-    def k_path(self) -> Path | None:
-        return HERE / "k"

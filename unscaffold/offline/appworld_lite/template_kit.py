@@ -10,8 +10,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from unscaffold.offline.appworld_lite import apps
-from unscaffold.offline.appworld_lite.world import WorldBuilder
+from . import apps
+from .world import WorldBuilder
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from unscaffold.offline.appworld_lite.template_kit import Call, Outcome, Query, Ref, Template
-from unscaffold.offline.appworld_lite.world import NOTE_TAGS, RELATIONSHIPS, WorldBuilder
+from .template_kit import Call, Outcome, Query, Ref, Template
+from .world import NOTE_TAGS, RELATIONSHIPS, WorldBuilder
 
 
 def _related(b: WorldBuilder, relationship: str, count: int) -> list[tuple[Any, str]]:

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from unscaffold.benchmarks.base import Score
-from unscaffold.offline.appworld_lite import apps
-from unscaffold.offline.appworld_lite.template_kit import Outcome, apply_effects
+
+from . import apps
+from .template_kit import Outcome, apply_effects
 
 Row = dict[str, Any]
 Snapshot = dict[str, dict[tuple[Any, ...], Row]]

@@ -14,8 +14,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from unscaffold.offline.appworld_lite import apps
-from unscaffold.offline.appworld_lite.apis import STATE_DIR
+from . import apps
+from .apis import STATE_DIR
 
 NOW = datetime(2024, 6, 15, 12, 0, 0)
 LOGIN_APPS = ("contacts", "messages", "payments", "music", "notes", "file_system")

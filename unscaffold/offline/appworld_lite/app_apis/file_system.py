@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from unscaffold.offline.appworld_lite.appkit import AppError, Ctx, Param, api
+from ..appkit import AppError, Ctx, Param, api
 
 PATH_RE = re.compile(r"^~(/[A-Za-z0-9._ -]+)+$")
 

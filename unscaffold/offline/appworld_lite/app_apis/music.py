@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from unscaffold.offline.appworld_lite.appkit import AppError, Ctx, Param, api, like
+from ..appkit import AppError, Ctx, Param, api, like
 
 SONG = "song_id, title, artist, genre, duration"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from unscaffold.offline.appworld_lite.appkit import AppError, Ctx, Param, api, cents, dollars
+from ..appkit import AppError, Ctx, Param, api, cents, dollars
 
 TRANSACTION = "transaction_id, sender_email, receiver_email, amount_cents, description, created_at"
 REQUEST = ("payment_request_id, sender_email, receiver_email, amount_cents, description, status, created_at, "

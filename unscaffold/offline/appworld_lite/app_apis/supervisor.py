@@ -6,7 +6,7 @@ import hashlib
 import json
 from typing import Any
 
-from unscaffold.offline.appworld_lite.appkit import APP_DESCRIPTIONS, APPS, Api, AppError, Ctx, Param, api
+from ..appkit import APP_DESCRIPTIONS, APPS, Api, AppError, Ctx, Param, api
 
 
 @api("supervisor", "Show the supervisor's profile.", "{first_name, last_name, email, phone_number}", auth=False)
