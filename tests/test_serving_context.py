@@ -13,7 +13,7 @@ from fixtures_tiny import tiny_model_dir, tiny_qwen3_dir  # noqa: F401  (pytest 
 from sft_rows import reviewed_row
 
 from unscaffold.llm.openai_backend import OpenAIModel
-from unscaffold.llm.registry import ServerKind
+from unscaffold.llm.types import ServerKind
 from unscaffold.sft.data import SFTRow
 from unscaffold.sft.render import render_sample
 
