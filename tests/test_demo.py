@@ -104,8 +104,9 @@ def test_the_demo_runs_the_whole_pipeline_offline(tmp_path: Path) -> None:
     assert (report["kept"], report["replacements_kept"]) == (8, 16)  # every trial: two REPLACEs, kept
     assert json.loads((out / "adapter" / "summary.json").read_text())["steps"] == 400
     assert (out / "adapter" / "adapter_config.json").is_file()
-    assert json.loads((out / "tuned" / "config.json").read_text())["student"] == \
-        f"hf:tiny-wide+{out / 'adapter'}?max_new_tokens=320"
+    assert json.loads((out / "tuned" / "config.json").read_text())["student"] == {  # the typed spec
+        "kind": "hf", "target": "tiny-wide", "adapter": str(out / "adapter"),
+        "sampling": {"temperature": None, "top_p": None, "max_tokens": 320, "seed": None}}
     simulated = json.loads((out / "rescue_simulate.json").read_text())
     methods = simulated["methods"]
     assert list(methods) == ["grpo", "same_harness", "random", "rule", "adaptive"]
