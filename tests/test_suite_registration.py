@@ -118,3 +118,25 @@ def test_a_search_path_that_is_no_folder_is_one_line(monkeypatch: pytest.MonkeyP
         find("retrosynthesis")
     assert str(err.value) == f"UNSCAFFOLD_SUITE_PATH: {tmp_path / 'missing'} is not a folder"
     assert names(built_in_only=True) == ["appworld", "appworld_lite", "harbor", "retrosynthesis", "spreadsheet"]
+
+
+def test_suites_lists_every_folder_with_its_parts_and_where_it_comes_from(tmp_path: Path) -> None:
+    folder = copy_suite("retrosynthesis", tmp_path / "suites", "retro_copy")
+    env = {**os.environ, SEARCH_PATH: str(tmp_path / "suites")}
+    done = subprocess.run([*CLI, "suites", "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    listed = {row["name"]: row for row in json.loads(done.stdout)}
+    assert {name: (row["aliases"], row["built_in"], row["own_data"], row["parts"]) for name, row in listed.items()} == {
+        "appworld": (["appworld_real"], True, True, ["bank", "k", "pool", "image"]),
+        "appworld_lite": ([], True, False, ["bank", "k", "pool", "detectors", "image"]),
+        "harbor": ([], True, True, ["detectors"]),
+        "retro_copy": ([], False, True, ["bank", "k", "pool", "detectors", "image"]),
+        "retrosynthesis": ([], True, True, ["bank", "k", "pool", "detectors", "image"]),
+        "spreadsheet": ([], True, True, ["bank", "k", "pool", "detectors", "image"])}
+    assert listed["retro_copy"]["folder"] == str(folder)
+    assert listed["retro_copy"]["description"] == listed["retrosynthesis"]["description"]
+    table = subprocess.run([*CLI, "suites"], cwd=ROOT, env={**env, "COLUMNS": "80"}, capture_output=True, text=True,
+                           timeout=120)
+    assert table.returncode == 0 and "(6\nrows, one block each)\n- suite: appworld (appworld_real)\n" in table.stdout
+    block = "".join(table.stdout.split()).partition("-suite:retro_copy")[2]  # folded at 80 columns
+    assert block.startswith(f"from:{folder}") and "parts:bank,k,pool,detectors,image" in block.partition("-suite:")[0]

@@ -36,6 +36,7 @@ from unscaffold.command_settings import (
     ImageSettings,
     ReportSettings,
     SplitSettings,
+    SuitesSettings,
 )
 from unscaffold.console import err_console, out_console
 from unscaffold.demo import DemoConfig
@@ -308,6 +309,26 @@ app.command("build-sft")(command_from_model(
 
 # LoRA SFT: inspect-sft, train-sft, merge (unscaffold/sft/cli.py)
 _register_sft(app)
+
+
+def suites_command(s: SuitesSettings, values: dict[str, Any]) -> None:
+    """List the suites this installation finds: each folder that declares itself in a suite.toml."""
+    import json
+
+    from unscaffold.behaviors.terminal import print_grid
+    from unscaffold.suites import entries
+
+    listed = [entry.listing() for entry in entries()]
+    if s.as_json:
+        sys.stdout.write(json.dumps([row.model_dump() for row in listed], indent=2) + "\n")
+        return
+    rows = [[row.name + (f" ({', '.join(row.aliases)})" if row.aliases else ""),
+             "built in" if row.built_in else row.folder, ", ".join(row.parts), row.description] for row in listed]
+    print_grid(out_console(), "Suites: each a folder with a suite.toml (UNSCAFFOLD_SUITE_PATH adds folders).",
+               (["suite", "from", "parts", "what it is"], rows), numeric_from=4)
+
+
+app.command("suites")(command_from_model(SuitesSettings, "suites", [], suites_command))
 
 
 def report_command(s: ReportSettings, values: dict[str, Any]) -> None:

@@ -96,6 +96,12 @@ class BuildSftSettings(BaseModel):
                               json_schema_extra=flag("--canary", repeat=True))
 
 
+class SuitesSettings(BaseModel):
+    """`unscaffold suites`: the suites this installation finds (built in, and on UNSCAFFOLD_SUITE_PATH)."""
+
+    as_json: AsJson = False
+
+
 class ReportSettings(BaseModel):
     """`unscaffold report`: the HTML page of a run."""
 

@@ -78,6 +78,18 @@ class SuiteDeclaration(BaseModel):
         return value
 
 
+class SuiteListing(BaseModel):
+    """One suite as `unscaffold suites` lists it (`--json` prints a list of these)."""
+
+    name: str
+    aliases: list[str]
+    folder: str
+    built_in: bool
+    own_data: bool
+    parts: list[str]
+    description: str
+
+
 @dataclass(frozen=True)
 class SuiteEntry:
     """A registered suite: its name, its folder and package, and its parts as paths."""
@@ -114,6 +126,14 @@ class SuiteEntry:
     def cases(self) -> Path | None:
         """The detector cases of the bank it owns (a bank it serves from another suite is that suite's)."""
         return self.bank / CASES_FILE if self.bank is not None and self.declaration.bank else None
+
+    def listing(self) -> SuiteListing:
+        """What `unscaffold suites` shows of it: names, where it lives, which parts it ships."""
+        parts = {"bank": self.bank, "k": self.k, "pool": self.pool, "detectors": self.declaration.detectors,
+                 "image": self.image}
+        return SuiteListing(name=self.name, aliases=self.aliases, folder=str(self.folder), built_in=self.built_in,
+                            own_data=self.user_data, parts=[name for name, value in parts.items() if value],
+                            description=self.description)
 
     def module(self, relative: str) -> ModuleType:
         """One of the suite's modules, by its name inside the folder."""
