@@ -67,6 +67,12 @@ def test_pool_errors_name_file_and_field(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"no pool ships for suite 'harbor' \(shipped: appworld, appworld_lite, "
                                          r"retrosynthesis, spreadsheet\)"):
         shipped_pool("harbor")
+    nameless = HEAD.replace('suite = "appworld_lite"\n', "") + ('[[siblings]]\nname = "a"\nparent = "base"\n'
+                                                                 'repairs = ["x"]\nbank = "b"\n')
+    with pytest.raises(InputError) as err:
+        load_pool(write(tmp_path, nameless))
+    assert str(err.value) == (f"{tmp_path / 'pool.toml'}: suite: missing: this pool lies in no suite folder, so it "
+                              "must name its suite")
 
 
 def test_every_builtin_suite_ships_a_pool_whose_siblings_differ(tmp_path: Path) -> None:
@@ -79,13 +85,13 @@ def test_every_builtin_suite_ships_a_pool_whose_siblings_differ(tmp_path: Path) 
     base = (repr(MinimalHarness().tools()), MinimalHarness().system_prompt())
     # harbor tasks bring their own environments and no bank; real AppWorld (which needs the user's data to
     # load) shares the app-world bank, and its pool is appworld_lite's siblings
-    real, lite = load_pool(shipped_pool("appworld")).spec, load_pool(shipped_pool("appworld_lite")).spec
-    assert real.suite == "appworld" and real.siblings == lite.siblings
+    real, lite = load_pool(shipped_pool("appworld")), load_pool(shipped_pool("appworld_lite"))
+    assert (real.suite, lite.suite) == ("appworld", "appworld_lite") and real.spec.siblings == lite.spec.siblings
     owned = [e.name for e in entries() if e.pool is not None and e.declaration.bank]  # a pool of its own bank
     assert {"appworld_lite", "retrosynthesis", "spreadsheet"} <= set(owned)
     for suite in owned:
         pool = materialise(load_pool(shipped_pool(suite)), tmp_path / suite)
         views = {name: (repr(h.tools()), h.system_prompt())
                  for name, h in ((n, HStarHarness(load_bank(b))) for n, b in pool.banks.items())}
-        assert pool.spec.suite == suite and len(views) == 6
+        assert (pool.spec.suite, pool.suite) == (None, suite) and len(views) == 6
         assert base not in views.values() and len(set(views.values())) == 6, suite

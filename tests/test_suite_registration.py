@@ -15,6 +15,7 @@ import pytest
 from tests.helpers import on_suite_path
 from unscaffold.errors import InputError
 from unscaffold.knowledge.bank import load_bank
+from unscaffold.rescue.pool import load_pool
 from unscaffold.suites import SEARCH_PATH, find, names, predicates, suite_folder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,6 +64,8 @@ def test_the_copy_is_its_own_folder_with_its_own_modules(monkeypatch: pytest.Mon
     assert Path(sys.modules["retro_copy.chem"].__file__ or "") == folder / "chem.py"
     assert predicates()["answer_written"].__module__ == "unscaffold.benchmarks.retrosynthesis.detectors"
     assert load_bank(entry.bank).detectors() == load_bank(find("retrosynthesis").bank).detectors()
+    assert entry.pool is not None  # the copy's pool.toml names no suite: it is the copy's
+    assert load_pool(entry.pool).suite == "retro_copy"
 
 
 def test_a_copy_that_changes_a_predicate_must_rename_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -78,7 +78,7 @@ def pool_command(s: PoolSettings, values: dict[str, Any]) -> None:
     pool, out = s.pool, s.out
     path = pool if pool.suffix == ".toml" else shipped_pool(str(pool))
     loaded = materialise(load_pool(path), out)
-    table = Table(title=f"pool {loaded.spec.name} ({loaded.spec.suite})")
+    table = Table(title=f"pool {loaded.spec.name} ({loaded.suite})")
     for col in ("sibling", "parent", "repairs", "bank"):
         table.add_column(col)
     for sib in loaded.spec.siblings:

@@ -60,13 +60,15 @@ class Sibling(Strict):
 
 
 class PoolFile(Strict):
-    """`pool.toml`: `name`, `suite`, `base` (`minimal` or a bank folder) and `[[siblings]]`.
+    """`pool.toml`: `name`, `suite` (where the file lies outside a suite folder), `base` (`minimal` or a bank
+    folder) and `[[siblings]]`.
 
     Each sibling: `name`, `parent`, `repairs` and either `bank = "PATH"` or an `[siblings.edit]` table
     (`source`, `keep`, `[[siblings.edit.add]]` with `kind`, `name`, `path`, `summary`)."""
 
     name: str = Field(pattern=NAME)
-    suite: str
+    suite: str | None = Field(None, description="the suite it is for; default: the suite whose folder declares "
+                              "this file as its pool (so a copied suite folder's pool is the copy's)")
     base: str = Field("minimal", description="the harness rollouts start under; evaluation always uses it")
     siblings: list[Sibling] = Field(min_length=1)
 
@@ -76,6 +78,7 @@ class Pool(BaseModel):
 
     path: Path
     spec: PoolFile
+    suite: str = Field(description="the suite it is for: the file's `suite`, else the folder that declares it")
     banks: dict[str, Path] = Field(default_factory=dict)
     hstar: Path | None = Field(None, description="the suite's h* bank (`source = \"hstar\"`), where the caller "
                                "has the suite loaded over its data; else it is looked up by the suite's name")
@@ -108,7 +111,12 @@ def load_pool(path: Path) -> Pool:
         if s.parent != BASE and s.parent not in names:
             raise InputError(source, f"siblings.{i}.parent", f"unknown parent {s.parent!r} (use {BASE!r} or a "
                              "sibling's name)")
-    return Pool(path=Path(path).resolve(), spec=spec)
+    resolved = Path(path).resolve()
+    suite = spec.suite or next((e.name for e in entries() if e.pool is not None and e.pool.resolve() == resolved),
+                               None)
+    if suite is None:
+        raise InputError(source, "suite", "missing: this pool lies in no suite folder, so it must name its suite")
+    return Pool(path=resolved, spec=spec, suite=suite)
 
 
 def toml_value(value: Any) -> str:
@@ -133,9 +141,9 @@ def dump_toml(table: dict[str, Any]) -> str:
 def source_bank(pool: Pool, source: str, field: str) -> Path:
     if source == "hstar":
         # the bank of the suite as loaded (train() sets it), else the one its folder declares
-        bank = pool.hstar if pool.hstar is not None else find(pool.spec.suite, str(pool.path), "suite").bank
+        bank = pool.hstar if pool.hstar is not None else find(pool.suite, str(pool.path), "suite").bank
         if bank is None:
-            raise InputError(str(pool.path), field, f"suite {pool.spec.suite!r} ships no h* bank")
+            raise InputError(str(pool.path), field, f"suite {pool.suite!r} ships no h* bank")
         return bank
     return (pool.path.parent / source).resolve()
 

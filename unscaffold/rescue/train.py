@@ -367,8 +367,8 @@ def train_on(suite: Suite, config: RescueTrainConfig, progress: Callable[[dict[s
     refuse_test_tasks(((t.id, t.split) for t in tasks), "--split", "rescue training")
     style = suite.check_opening(config.opening)
     pool = load_pool(config.pool or shipped_pool(config.suite))
-    if pool.spec.suite != config.suite:
-        raise InputError(str(pool.path), "suite", f"the pool is for {pool.spec.suite!r}, not {config.suite!r}")
+    if pool.suite != config.suite:
+        raise InputError(str(pool.path), "suite", f"the pool is for {pool.suite!r}, not {config.suite!r}")
     config.out.mkdir(parents=True, exist_ok=True)
     pool.hstar = suite.bank_path()
     with state.main_process_first():  # one process writes the pool's banks and builds a built-in model
