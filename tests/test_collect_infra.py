@@ -18,6 +18,7 @@ from unscaffold.run import trial as trial_module
 from unscaffold.run.models import RunConfig
 from unscaffold.run.runner import run
 from unscaffold.run.setup import make_provider, select_tasks
+from unscaffold.specs import ModelSpec
 
 
 @needs_bwrap
@@ -122,7 +123,7 @@ def _attempt(tmp_path: Path, monkeypatch, raised: Exception) -> trial_module.Tri
     trial_dir = tmp_path / "hello-file"
     trial_dir.mkdir()
     return trial_module.attempt_trial(suite, tasks[0], "hello-file", trial_dir,
-                                      make_provider("oracle", suite, tasks), config)
+                                      make_provider(ModelSpec.parse("oracle", oracle=True), suite, tasks), config)
 
 
 class NoUserNamespaces(SandboxUnavailable):
