@@ -57,7 +57,7 @@ class Reanchor(BaseModel):
         runs = {}
         for name, harness in self.harnesses.items():
             run_dir = self.out / f"step-{step}" / name
-            config = RunConfig(suite=self.suite.name, student=model.spec, out=run_dir, sandbox=self.sandbox,  # type: ignore[arg-type]
+            config = RunConfig(suite=self.suite.name, student=model.spec, out=run_dir, sandbox=self.sandbox,
                                max_turns=self.max_turns, command_timeout_s=self.command_timeout_s,
                                finish_checks=False)  # as the training rollouts meet their harness
             for task in self.tasks:

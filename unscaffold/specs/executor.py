@@ -45,7 +45,7 @@ class ExecutorSpec(Spec):
                 memory = _size(value, flag)
             else:
                 raise InputError(flag, key, f"unknown option; {USAGE}")
-        return cls(kind=kind, address=address or None, cpus=cpus, memory_bytes=memory)  # type: ignore[arg-type]
+        return cls(kind=kind, address=address or None, cpus=cpus, memory_bytes=memory)
 
     def __str__(self) -> str:
         head = f"{self.kind}:{self.address}" if self.address else self.kind

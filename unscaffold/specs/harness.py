@@ -31,7 +31,7 @@ class HarnessSpec(Spec):
     @classmethod
     def parse(cls, text: str, *, flag: str | None = None) -> Self:
         if text in ("minimal", "hstar"):
-            return cls(kind=text)  # type: ignore[arg-type]  # one of the two
+            return cls(kind=text)  # one of the two
         if text.startswith(ROUTE_PREFIX):
             return cls(kind="route", path=text.removeprefix(ROUTE_PREFIX) or SHIPPED)
         if not text.strip():

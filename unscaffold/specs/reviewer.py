@@ -35,7 +35,7 @@ class ReviewerSpec(Spec):
     def parse(cls, text: str, *, flag: str | None = None) -> Self:
         flag = flag or cls.FLAG
         if text in WORDS:
-            return cls(kind=text)  # type: ignore[arg-type]  # one of WORDS
+            return cls(kind=text)  # one of WORDS
         if text.startswith("cascade:"):
             inner = text.removeprefix("cascade:")
             if not inner or inner.startswith("cascade:"):
