@@ -138,8 +138,11 @@ def test_suites_lists_every_folder_with_its_parts_and_where_it_comes_from(tmp_pa
         "spreadsheet": ([], True, True, ["bank", "k", "pool", "detectors", "image"])}
     assert listed["retro_copy"]["folder"] == str(folder)
     assert listed["retro_copy"]["description"] == listed["retrosynthesis"]["description"]
-    table = subprocess.run([*CLI, "suites"], cwd=ROOT, env={**env, "COLUMNS": "80"}, capture_output=True, text=True,
-                           timeout=120)
+    table = subprocess.run([*CLI, "suites", "--search", str(tmp_path / "suites")], cwd=ROOT,
+                           env={**os.environ, "COLUMNS": "80"}, capture_output=True, text=True, timeout=120)
     assert table.returncode == 0 and "(6\nrows, one block each)\n- suite: appworld (appworld_real)\n" in table.stdout
     block = "".join(table.stdout.split()).partition("-suite:retro_copy")[2]  # folded at 80 columns
     assert block.startswith(f"from:{folder}") and "parts:bank,k,pool,detectors,image" in block.partition("-suite:")[0]
+    missing = subprocess.run([*CLI, "suites", "--search", str(tmp_path / "nowhere")], cwd=ROOT, capture_output=True,
+                             text=True, timeout=120)
+    assert (missing.returncode, missing.stderr) == (2, f"error: --search: {tmp_path / 'nowhere'} is not a folder\n")

@@ -314,10 +314,16 @@ _register_sft(app)
 def suites_command(s: SuitesSettings, values: dict[str, Any]) -> None:
     """List the suites this installation finds: each folder that declares itself in a suite.toml."""
     import json
+    import os
 
     from unscaffold.behaviors.terminal import print_grid
-    from unscaffold.suites import entries
+    from unscaffold.errors import InputError
+    from unscaffold.suites import SEARCH_PATH, entries
 
+    if s.search is not None:
+        if not s.search.is_dir():
+            raise InputError("--search", None, f"{s.search} is not a folder")
+        os.environ[SEARCH_PATH] = os.pathsep.join(p for p in (str(s.search), os.environ.get(SEARCH_PATH)) if p)
     listed = [entry.listing() for entry in entries()]
     if s.as_json:
         sys.stdout.write(json.dumps([row.model_dump() for row in listed], indent=2) + "\n")

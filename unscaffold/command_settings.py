@@ -99,6 +99,9 @@ class BuildSftSettings(BaseModel):
 class SuitesSettings(BaseModel):
     """`unscaffold suites`: the suites this installation finds (built in, and on UNSCAFFOLD_SUITE_PATH)."""
 
+    search: Path | None = Field(None, description="Also look in this folder of suite folders, as a folder on "
+                                "UNSCAFFOLD_SUITE_PATH is looked in (check your own suites before adding them).",
+                                json_schema_extra=flag("--search"))
     as_json: AsJson = False
 
 
