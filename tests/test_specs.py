@@ -116,9 +116,31 @@ def test_oracle_is_a_students_spec_only() -> None:
     (ExecutorSpec, "ray?cpus=-1", "--executor: cpus: must be >= 0"),
     (BaseImageSpec, "ubuntu:24.04", "--base-image: 'ubuntu:24.04' is not IMAGE=LOCAL_IMAGE"),
     (WeightsSpec, "", "--model: expected a path, a hub id, tiny[:TEMPLATE] or smollm2-135m"),
+    # a near miss of a word or a prefix names the spelling meant, the rest of the text kept
+    (ModelSpec, "opnai:gpt-5", f"--student: unknown model spec 'opnai:gpt-5'; {MODEL_USAGE}; did you mean "
+     "openai:gpt-5?"),
+    (ReviewerSpec, "passthru", "--reviewer: unknown reviewer spec 'passthru'; expected passthrough, rules, "
+     "cascade:SPEC, replay:FILE, openai:MODEL[@BASE_URL], anthropic:MODEL or hf:PATH[+ADAPTER]; did you mean "
+     "passthrough?"),
+    (HarnessSpec, "hstr", "--harness: unknown harness 'hstr'; expected minimal, hstar, a bank folder or route:POOL; "
+     "did you mean hstar?"),
+    (HarnessSpec, "rote:shipped", "--harness: unknown harness 'rote:shipped'; expected minimal, hstar, a bank folder "
+     "or route:POOL; did you mean route:shipped?"),
+    (ExecutorSpec, "rey", "--executor: unknown executor 'rey'; expected local, ray or ray:ADDRESS (e.g. "
+     "ray:auto, ray://HOST:10001), optionally ?cpus=N&memory=SIZE; did you mean ray?"),
 ])
 def test_bad_specs_are_one_line_naming_the_option(spec: type[Spec], text: str, message: str) -> None:
     assert message_of(InputError, spec.parse, text) == message
+
+
+def test_a_student_near_oracle_is_told_so_and_a_bank_folder_near_a_word_is_a_bank(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert message_of(InputError, lambda t: ModelSpec.parse(t, oracle=True), "oracl") == (
+        f"--student: unknown model spec 'oracl'; {MODEL_USAGE}; did you mean oracle?")
+    (tmp_path / "hstr").mkdir()  # a folder of that name is a bank folder, not a typo
+    monkeypatch.chdir(tmp_path)
+    assert HarnessSpec.parse("hstr") == HarnessSpec(kind="bank", path="hstr")
+    assert HarnessSpec.parse("my-bank") == HarnessSpec(kind="bank", path="my-bank")  # far from every word
 
 
 def test_a_field_names_its_own_option() -> None:
@@ -240,7 +262,7 @@ def test_a_bad_spec_in_a_config_file_names_the_file_and_key(tmp_path: Path) -> N
     assert invoke("run", "harbor", "--config", str(settings), "--executor", "ray:", "--out",
                   str(tmp_path / "run")) == (2, "error: --executor: unknown executor 'ray:'; expected local, ray or "
                                                 "ray:ADDRESS (e.g. ray:auto, ray://HOST:10001), optionally "
-                                                "?cpus=N&memory=SIZE\n")
+                                                "?cpus=N&memory=SIZE; did you mean ray?\n")
 
 
 @pytest.mark.parametrize("argv", [

@@ -4,6 +4,7 @@ option), given back as that text by `str()`, and written to JSON as an object of
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, ClassVar, Self, TypeVar
 
 from pydantic import (
@@ -14,6 +15,15 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
+
+from unscaffold.errors import did_you_mean
+
+
+def closest_spelling(text: str, prefixes: Iterable[str], words: Iterable[str] = ()) -> str:
+    """`; did you mean X?` for a mistyped word or `PREFIX:` (the rest of `text` kept), else nothing."""
+    head, sep, rest = text.partition(":")
+    candidates = [*words, *(f"{prefix}:{rest}" for prefix in prefixes)] if sep else [*words, *prefixes]
+    return did_you_mean(text if sep else head, [c for c in candidates if c != text])  # never the text itself
 
 
 class Spec(BaseModel):

@@ -7,7 +7,7 @@ import re
 from typing import Literal, Self
 
 from unscaffold.errors import InputError
-from unscaffold.specs.base import Spec, number, query
+from unscaffold.specs.base import Spec, closest_spelling, number, query
 
 FLAG = "--executor"
 USAGE = "expected local, ray or ray:ADDRESS (e.g. ray:auto, ray://HOST:10001), optionally ?cpus=N&memory=SIZE"
@@ -30,7 +30,8 @@ class ExecutorSpec(Spec):
         head, _, given = text.partition("?")
         kind, sep, address = head.partition(":")
         if kind not in ("local", "ray") or (sep and (kind == "local" or not address)):
-            raise InputError(flag, None, f"unknown executor {text!r}; {USAGE}")
+            hint = closest_spelling(head, ["ray"], ["local", "ray"])
+            raise InputError(flag, None, f"unknown executor {text!r}; {USAGE}{hint}")
         cpus, memory = 1.0, None
         for item in filter(None, given.split("&")):
             key, _, value = item.partition("=")

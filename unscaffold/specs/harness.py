@@ -3,12 +3,13 @@ the sibling a router ranks first; POOL a pool.toml, or `shipped` for the suite's
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal, Self
 
 from pydantic import Field, model_validator
 
 from unscaffold.errors import InputError
-from unscaffold.specs.base import Spec
+from unscaffold.specs.base import Spec, closest_spelling
 
 ROUTE_PREFIX = "route:"
 SHIPPED = "shipped"
@@ -36,6 +37,9 @@ class HarnessSpec(Spec):
             return cls(kind="route", path=text.removeprefix(ROUTE_PREFIX) or SHIPPED)
         if not text.strip():
             raise InputError(flag or cls.FLAG, None, f"no harness named; {USAGE}")
+        hint = closest_spelling(text, ["route"], ["minimal", "hstar"])
+        if hint and not Path(text).exists():  # a typo of a word, not a bank folder
+            raise InputError(flag or cls.FLAG, None, f"unknown harness {text!r}; {USAGE}{hint}")
         return cls(kind="bank", path=text)
 
     def __str__(self) -> str:

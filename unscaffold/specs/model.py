@@ -13,7 +13,7 @@ from pydantic import Field
 from unscaffold.errors import InputError
 from unscaffold.llm.sampling import Sampling, parse_sampling
 from unscaffold.llm.types import ServerKind
-from unscaffold.specs.base import Spec, query
+from unscaffold.specs.base import Spec, closest_spelling, query
 
 SCHEMES = ("openai", "anthropic", "hf", "replay")
 ModelKind = Literal["openai", "anthropic", "hf", "replay", "oracle"]
@@ -51,7 +51,8 @@ class ModelSpec(Spec):
         scheme, sep, rest = text.partition(":")
         if not sep or scheme not in SCHEMES or not rest:
             raise InputError(flag, None, f"unknown model spec {text!r}; expected one of "
-                             "openai:MODEL[@BASE_URL], anthropic:MODEL, hf:PATH[+ADAPTER], replay:FILE")
+                             "openai:MODEL[@BASE_URL], anthropic:MODEL, hf:PATH[+ADAPTER], replay:FILE"
+                             + closest_spelling(text, SCHEMES, ["oracle"] if oracle else []))
         if scheme == "replay":
             return cls(kind="replay", target=rest.partition("?")[0], latency_s=_latency(rest.partition("?")[2], flag))
         rest, _, given = rest.partition("?")

@@ -7,7 +7,7 @@ from typing import Literal, Self
 from pydantic import model_validator
 
 from unscaffold.errors import InputError
-from unscaffold.specs.base import Spec
+from unscaffold.specs.base import Spec, closest_spelling
 from unscaffold.specs.model import SCHEMES, ModelSpec
 
 FLAG = "--reviewer"
@@ -43,7 +43,8 @@ class ReviewerSpec(Spec):
                                  "cascade:openai:MODEL")
             return cls(kind="cascade", inner=cls.parse(inner, flag=flag))
         if text.partition(":")[0] not in SCHEMES:
-            raise InputError(flag, None, f"unknown reviewer spec {text!r}; {USAGE}")
+            raise InputError(flag, None, f"unknown reviewer spec {text!r}; {USAGE}"
+                             + closest_spelling(text, [*SCHEMES, "cascade"], WORDS))
         return cls(kind="model", model=ModelSpec.parse(text, flag=flag))
 
     def __str__(self) -> str:
