@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import FORK_BOMB, ROOT, needs_bwrap
+from unscaffold.errors import SandboxUnavailable
 from unscaffold.minimal_harness.sandbox import SandboxConfig, identity, open_sandbox
 from unscaffold.minimal_harness.sandbox.base import Limits
 from unscaffold.minimal_harness.sandbox.identity import REGISTRY
@@ -203,6 +204,32 @@ def test_a_sandbox_leaves_no_cgroup_behind(tmp_path: Path) -> None:
     assert groups and all(g.is_dir() for g in groups)
     sandbox.close()
     assert [g for g in groups if g.exists()] == []
+
+
+def test_a_server_never_starts_beside_processes_that_would_not_end(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A process that outlived the sweep of a server that hung is not taken for the next server's own (kept,
+    never swept again, running beside the student): the sandbox refuses to start, and says why."""
+    if os.geteuid() != 0:
+        pytest.skip("cgroups are made only when the host runs as root")
+    sandbox = open_sandbox(SandboxConfig(kind="local", workspace=tmp_path / "ws"))
+    left = subprocess.Popen(["sleep", "1000"])
+    try:
+        assert sandbox.execute("echo ready").output == "ready\n"
+        sweep = sandbox.cgroup.kill_all
+        sandbox._stop()  # the server is gone, as after a command that hung
+        for procs in sandbox.cgroup.procs_files():
+            Path(procs).write_text(str(left.pid))
+        monkeypatch.setattr(sandbox.cgroup, "kill_all", lambda: False)  # a process that will not end
+        with pytest.raises(SandboxUnavailable) as raised:
+            sandbox.execute("echo again")
+        assert str(raised.value) == "processes an earlier command left in the sandbox would not end"
+        assert left.poll() is None and sandbox._keep is None
+        monkeypatch.setattr(sandbox.cgroup, "kill_all", sweep)
+        assert sandbox.execute("echo again").output == "again\n" and left.wait(timeout=10) == -9
+    finally:
+        left.kill()
+        sandbox.close()
 
 
 @needs_gcc

@@ -18,6 +18,7 @@ from pathlib import Path
 SIGKILL = 9
 _SETTLE_S = 5.0  # how long killed processes may take to leave the group (they are not runnable meanwhile)
 _POLL_S = 0.001
+_PASS_S = 0.5  # how long one kill pass waits before it looks again for processes that forked meanwhile
 
 
 @functools.cache
@@ -235,25 +236,28 @@ class SandboxCgroup:
         a process that could fork is listed in the group, so an empty remainder cannot grow on its own."""
         if self.procs() <= keep:
             return True
-        self._freeze(True)
-        try:
-            for pid in self.procs() - keep:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, SIGKILL)
-        finally:
-            self._freeze(False)
-        return self._settle(keep)
+        end = time.monotonic() + _SETTLE_S
+        while True:  # pass after pass: under load a freeze can time out, and a process not yet frozen forks
+            self._freeze(True)
+            try:
+                for pid in self.procs() - keep:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, SIGKILL)
+            finally:
+                self._freeze(False)
+            if self._settle(keep, min(end, time.monotonic() + _PASS_S)) or time.monotonic() > end:
+                return self.procs() <= keep
 
     def kill_all(self) -> bool:
         """End every process in the sandbox; True once the group is empty."""
         if self.kill_v2 is not None:
             with contextlib.suppress(OSError):
                 self.kill_v2.write_text("1")
-            return self._settle(set())
+            return self._settle(set(), time.monotonic() + _SETTLE_S)
         return self.kill_except(set())
 
-    def _settle(self, keep: set[int]) -> bool:
-        end = time.monotonic() + _SETTLE_S
+    def _settle(self, keep: set[int], end: float) -> bool:
+        """Whether only `keep` is left by `end` (killed processes take a moment to leave the group)."""
         while not self.procs() <= keep:
             if time.monotonic() > end:
                 return False

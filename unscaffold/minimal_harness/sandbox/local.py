@@ -312,6 +312,10 @@ class LocalSandbox:
     def _start(self) -> subprocess.Popen[bytes]:
         if self._closed:
             raise SandboxUnavailable("the sandbox was closed")
+        # A server starts in an empty group: what an earlier server left would otherwise count as the new
+        # server's own processes (kept, never swept) and run on beside it.
+        if self.cgroup is not None and not self.cgroup.kill_all():
+            raise SandboxUnavailable("processes an earlier command left in the sandbox would not end")
         script = SERVER_SCRIPT
         server = [sys.executable, "-I", "-S", script, SERVER_ROOT, self.config.cwd]
         setpriv = _setpriv()
