@@ -22,8 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, ConfigDict, TypeAdapter, ValidationError
+from pydantic import BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
+
+from unscaffold.flags import flag
 
 ERROR_KIND = "pass_through"
 
@@ -88,6 +90,10 @@ class PassThrough:
     @property
     def name(self) -> str:
         return self.target.rsplit(".", 1)[1]
+
+    def setting(self) -> Any:
+        """The settings field that takes these keys: a repeatable flag, its help from the dataclass."""
+        return Field(default_factory=dict, json_schema_extra=flag(self.flag, repeat=True), description=self.help())
 
     def help(self) -> str:
         """The option's help: what it passes, how values are read, and the config file's table."""
@@ -163,3 +169,14 @@ def own_flags(model: Any) -> dict[str, str]:
     """A settings model's fields -> their flags (for 'it is this command's --flag')."""
     return {name: str(f.json_schema_extra["flag"]) for name, f in model.model_fields.items()
             if isinstance(f.json_schema_extra, dict) and "flag" in f.json_schema_extra}
+
+
+def checked(*specs: PassThrough) -> Any:
+    """The validator of a settings model's pass-through fields, each named after its spec's flag (`trl`,
+    `peft`): keys are checked against the dataclass and against the model's own flags."""
+    by_field = {spec.flag.removeprefix("--"): spec for spec in specs}
+
+    def check(cls: type, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        return by_field[str(info.field_name)].check(value, own_flags(cls))
+
+    return field_validator(*by_field)(classmethod(check))

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
 from unscaffold.benchmarks.base import Suite
 from unscaffold.benchmarks.splits import refuse_test_tasks
@@ -30,7 +30,7 @@ from unscaffold.flags import DataFolder, SplitFile, TaskIds, comma_list_kept_emp
 from unscaffold.iojson import append_jsonl, write_json_atomic
 from unscaffold.minimal_harness.agent import DEFAULT_MAX_TURNS, MaxTurns
 from unscaffold.minimal_harness.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, CommandTimeout, SandboxChoice
-from unscaffold.passthrough import PassedThrough, own_flags
+from unscaffold.passthrough import PassedThrough, checked
 from unscaffold.rescue.groups import SUCCESS, GroupOutcome, effective, step_stats
 from unscaffold.rescue.objective import CORRECTION_CAP, EPS_HIGH, EPS_LOW, ObjectiveConfig, grpo_objective_args
 from unscaffold.rescue.pool import BASE
@@ -166,20 +166,9 @@ class RescueTrainConfig(BaseModel):
                                     json_schema_extra=flag("--reanchor-max-turns"))
     reanchor_max_new_tokens: int = Field(512, ge=1, description="Tokens per validation turn.",
                                          json_schema_extra=flag("--reanchor-max-new-tokens"))
-    trl: PassedThrough = Field(default_factory=dict, json_schema_extra=flag("--trl", repeat=True),
-                               description=RESCUE_TRL.help())
-    peft: PassedThrough = Field(default_factory=dict, json_schema_extra=flag("--peft", repeat=True),
-                                description=RESCUE_PEFT.help())
-
-    @field_validator("trl")
-    @classmethod
-    def _trl_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return RESCUE_TRL.check(value, own_flags(cls))
-
-    @field_validator("peft")
-    @classmethod
-    def _peft_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return RESCUE_PEFT.check(value, own_flags(cls))
+    trl: PassedThrough = RESCUE_TRL.setting()
+    peft: PassedThrough = RESCUE_PEFT.setting()
+    _passed_through = checked(RESCUE_TRL, RESCUE_PEFT)
 
     @model_validator(mode="before")
     @classmethod

@@ -8,13 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from unscaffold.config_file import read_config_file
 from unscaffold.errors import InputError
 from unscaffold.flags import flag
 from unscaffold.iojson import validation_error
-from unscaffold.passthrough import PassedThrough, PassThrough, own_flags
+from unscaffold.passthrough import PassedThrough, PassThrough, checked
 
 Auto = Literal["auto"]
 # The published recipe's LoRA and seed, which rescue training shares.
@@ -111,20 +111,9 @@ class TrainConfig(BaseModel):
                             description="Steps between checkpoints (for --resume).")
     save_total_limit: int = Field(2, ge=1, json_schema_extra=flag("--save-total-limit"),
                                   description="Checkpoints kept.")
-    trl: PassedThrough = Field(default_factory=dict, json_schema_extra=flag("--trl", repeat=True),
-                               description=SFT_TRL.help())
-    peft: PassedThrough = Field(default_factory=dict, json_schema_extra=flag("--peft", repeat=True),
-                                description=SFT_PEFT.help())
-
-    @field_validator("trl")
-    @classmethod
-    def _trl_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return SFT_TRL.check(value, own_flags(cls))
-
-    @field_validator("peft")
-    @classmethod
-    def _peft_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return SFT_PEFT.check(value, own_flags(cls))
+    trl: PassedThrough = SFT_TRL.setting()
+    peft: PassedThrough = SFT_PEFT.setting()
+    _passed_through = checked(SFT_TRL, SFT_PEFT)
 
 FIELDS = tuple(TrainConfig.model_fields)
 
